@@ -1,0 +1,1 @@
+"""Metacontroller hook for OME BaseModels and ClusterBaseModels stored on PVCs."""

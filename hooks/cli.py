@@ -1,0 +1,139 @@
+"""``basemodel-hook``: run the server under gunicorn, or replay a saved request.
+
+``serve`` checks the configuration before gunicorn starts, so a bad variable stops the
+process with one clear line instead of a crash loop of workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from hooks.settings import ConfigError, Settings
+
+DEFAULT_BIND = "127.0.0.1:8080"
+
+
+def default_workers() -> int:
+    """Sync workers: the hook is CPU-bound and quick, so about two per core, at most nine."""
+    return min(2 * multiprocessing.cpu_count() + 1, 9)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="basemodel-hook", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="serve the hooks with gunicorn")
+    serve.add_argument("--bind", default=os.environ.get("HOOK_BIND", DEFAULT_BIND), help="address:port (HOOK_BIND)")
+    serve.add_argument("--workers", type=int, default=None, help="worker processes (HOOK_WORKERS)")
+
+    replay = commands.add_parser("replay", help="print the hook's answer to a saved request")
+    replay.add_argument("file", type=Path, help="a request body as Metacontroller sends it")
+    replay.add_argument("--hook", choices=("sync", "customize", "finalize"), help="default: from the file's folder")
+    replay.add_argument("--now", help="the clock, RFC 3339 (default: now)")
+
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.from_env(os.environ)
+        if args.command == "serve":
+            return _serve(args.bind, _workers(args.workers), settings)
+        return _replay(args.file, args.hook, args.now, settings)
+    except ConfigError as error:
+        print(f"basemodel-hook: configuration error: {error}", file=sys.stderr)
+        return 2
+
+
+def _workers(flag: int | None) -> int:
+    raw = flag if flag is not None else os.environ.get("HOOK_WORKERS")
+    if raw is None or raw == "":
+        return default_workers()
+    try:
+        workers = int(raw)
+    except ValueError:
+        raise ConfigError(f"HOOK_WORKERS={raw!r} is not a whole number") from None
+    if not 1 <= workers <= 64:
+        raise ConfigError(f"HOOK_WORKERS={workers} is outside 1..64")
+    return workers
+
+
+def _tls_files() -> dict[str, str]:
+    """TLS is gunicorn's job; both files or neither."""
+    cert, key = os.environ.get("HOOK_TLS_CERT_FILE", ""), os.environ.get("HOOK_TLS_KEY_FILE", "")
+    if bool(cert) != bool(key):
+        raise ConfigError("HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE must be set together")
+    for variable, path in (("HOOK_TLS_CERT_FILE", cert), ("HOOK_TLS_KEY_FILE", key)):
+        if path and not os.path.isfile(path):
+            raise ConfigError(f"{variable}={path!r} is not a readable file")
+    return {"certfile": cert, "keyfile": key} if cert else {}
+
+
+def _serve(bind: str, workers: int, settings: Settings) -> int:
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"HOOK_BIND/--bind={bind!r} must look like 127.0.0.1:8080")
+    options: dict[str, Any] = {
+        "bind": bind,
+        "workers": workers,
+        "worker_class": "sync",
+        "timeout": 30,
+        "graceful_timeout": 20,
+        "keepalive": 5,
+        "accesslog": None,
+        "worker_tmp_dir": tempfile.gettempdir(),
+        "child_exit": _child_exit,
+        **_tls_files(),
+    }
+    metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.path.join(
+        tempfile.gettempdir(), f"basemodel-hook-metrics-{os.getpid()}"
+    )
+    shutil.rmtree(metrics_dir, ignore_errors=True)
+    os.makedirs(metrics_dir, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+
+    from gunicorn.app.base import BaseApplication
+
+    from hooks.app import create_app
+
+    class HookServer(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            for key, value in options.items():
+                self.cfg.set(key, value)
+            if "control_socket_disable" in self.cfg.settings:
+                self.cfg.set("control_socket_disable", True)
+
+        def load(self) -> Any:
+            return create_app(settings)
+
+    HookServer().run()
+    return 0
+
+
+def _child_exit(server: Any, worker: Any) -> None:
+    """A dead worker's live gauges must not linger in the merged metrics."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -> int:
+    from hooks.app import create_app
+
+    body = json.loads(file.read_text(encoding="utf-8"))
+    hook = hook or (file.parent.name if file.parent.name in ("customize", "finalize") else "sync")
+    moment = datetime.fromisoformat(now.replace("Z", "+00:00")) if now else datetime.now(timezone.utc)
+    app = create_app(settings, clock=lambda: moment)
+    answer = app.test_client().post(f"/{hook}", json=body)
+    print(json.dumps(answer.get_json(), indent=2))
+    return 0 if answer.status_code == 200 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Kubernetes-style conditions whose ``lastTransitionTime`` moves only on a real change.
+
+The hook is stateless, so the previous transition time can only come from the status
+Metacontroller sends back. Carrying it over is what makes a steady state cost no write:
+a status that changed its timestamps on every call would make Metacontroller write, be
+woken by its own write, and loop.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+TRUE = "True"
+FALSE = "False"
+UNKNOWN = "Unknown"
+
+REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A condition before it is stamped with times and the generation it describes."""
+
+    type: str
+    status: str
+    reason: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if not REASON_PATTERN.match(self.reason) or not self.message:
+            raise ValueError(f"condition {self.type}: bad reason {self.reason!r} or empty message")
+
+    @property
+    def is_true(self) -> bool:
+        return self.status == TRUE
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC with whole seconds, as the API server prints metav1.Time."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """Read an RFC 3339 timestamp from an observed object; anything else reads as absent."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.astimezone(timezone.utc)
+
+
+def stamp(
+    conditions: Iterable[Condition],
+    observed: Any,
+    now: datetime,
+    generation: int | None,
+) -> list[dict[str, Any]]:
+    """Render conditions, keeping each observed ``lastTransitionTime`` whose status is unchanged."""
+    previous = _observed_by_type(observed)
+    rendered = []
+    for condition in conditions:
+        before = previous.get(condition.type, {})
+        kept = parse_time(before.get("lastTransitionTime"))
+        changed = before.get("status") != condition.status or kept is None
+        item: dict[str, Any] = {
+            "type": condition.type,
+            "status": condition.status,
+            "reason": condition.reason,
+            "message": condition.message,
+            "lastTransitionTime": format_time(now if changed or kept is None else kept),
+        }
+        if generation is not None:
+            item["observedGeneration"] = generation
+        rendered.append(item)
+    return rendered
+
+
+def _observed_by_type(observed: Any) -> dict[str, dict[str, Any]]:
+    if not isinstance(observed, list):
+        return {}
+    return {
+        item["type"]: item
+        for item in observed
+        if isinstance(item, dict) and isinstance(item.get("type"), str)
+    }

@@ -1,0 +1,194 @@
+"""The hook's configuration, read once from the environment when the server starts.
+
+The core never reads the environment: it receives a ``Settings`` value, so a test builds
+the exact configuration it needs and a bad value stops the server before it answers
+anything (a half-configured hook would build Jobs that can never run).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+from typing import Callable, Mapping
+
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_IMAGE = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+class ConfigError(ValueError):
+    """A configuration value is unusable; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything an operator may tune, with the defaults documented in the README."""
+
+    agent_image: str = "ghcr.io/moirai-internal/ome-agent:v0.1.5"
+    agent_config: str = "/ome-agent.yaml"
+    mount_path: str = "/mnt/models"
+    run_as_user: int = 1000
+    run_as_group: int = 1000
+    active_deadline_seconds: int = 300
+    ttl_seconds_after_finished: int = 3600
+    backoff_limit: int = 2
+    cpu_request: str = "100m"
+    cpu_limit: str = "500m"
+    memory_request: str = "256Mi"
+    memory_limit: str = "512Mi"
+    retry_base_delay_seconds: int = 10
+    retry_max_delay_seconds: int = 600
+    max_attempts: int = 5
+    ome_namespace: str = "ome"
+    node_resync_seconds: int = 5
+    finalize_resync_seconds: int = 30
+    max_request_bytes: int = 32 * 1024 * 1024
+    auth_token: str = ""
+    basic_auth_username: str = ""
+    basic_auth_password: str = ""
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> "Settings":
+        """Build settings from ``environ``; raise ConfigError naming the first bad variable."""
+        values: dict[str, object] = {}
+        for field in fields(cls):
+            variable = ENV_VARIABLES[field.name]
+            secret = _read_secret(environ, variable) if field.name in _SECRETS else None
+            raw = secret if secret is not None else environ.get(variable)
+            if raw is None or raw == "":
+                continue
+            values[field.name] = _PARSERS.get(field.name, _text)(variable, raw)
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        """Reject combinations no single variable shows wrong."""
+        if self.run_as_user == 0 or self.run_as_group == 0:
+            raise ConfigError(
+                f"{ENV_VARIABLES['run_as_user']}/{ENV_VARIABLES['run_as_group']}: the Job must not "
+                "run as root (Pod Security 'restricted'); use a non-zero id"
+            )
+        if self.retry_max_delay_seconds < self.retry_base_delay_seconds:
+            raise ConfigError(
+                f"{ENV_VARIABLES['retry_max_delay_seconds']} ({self.retry_max_delay_seconds}) is "
+                f"below {ENV_VARIABLES['retry_base_delay_seconds']} ({self.retry_base_delay_seconds})"
+            )
+        if bool(self.basic_auth_username) != bool(self.basic_auth_password):
+            raise ConfigError(
+                f"{ENV_VARIABLES['basic_auth_username']} and {ENV_VARIABLES['basic_auth_password']} "
+                "must be set together"
+            )
+        if self.auth_token and self.basic_auth_username:
+            raise ConfigError(
+                f"{ENV_VARIABLES['auth_token']} and {ENV_VARIABLES['basic_auth_username']} are "
+                "exclusive, as in Metacontroller's webhook settings"
+            )
+
+
+ENV_VARIABLES: dict[str, str] = {
+    "agent_image": "OME_AGENT_IMAGE",
+    "agent_config": "OME_AGENT_CONFIG",
+    "mount_path": "MODEL_MOUNT_PATH",
+    "run_as_user": "JOB_RUN_AS_USER",
+    "run_as_group": "JOB_RUN_AS_GROUP",
+    "active_deadline_seconds": "JOB_ACTIVE_DEADLINE_SECONDS",
+    "ttl_seconds_after_finished": "JOB_TTL_SECONDS_AFTER_FINISHED",
+    "backoff_limit": "JOB_BACKOFF_LIMIT",
+    "cpu_request": "JOB_CPU_REQUEST",
+    "cpu_limit": "JOB_CPU_LIMIT",
+    "memory_request": "JOB_MEMORY_REQUEST",
+    "memory_limit": "JOB_MEMORY_LIMIT",
+    "retry_base_delay_seconds": "RETRY_BASE_DELAY_SECONDS",
+    "retry_max_delay_seconds": "RETRY_MAX_DELAY_SECONDS",
+    "max_attempts": "RETRY_MAX_ATTEMPTS",
+    "ome_namespace": "OME_NAMESPACE",
+    "node_resync_seconds": "NODE_RESYNC_SECONDS",
+    "finalize_resync_seconds": "FINALIZE_RESYNC_SECONDS",
+    "max_request_bytes": "HOOK_MAX_REQUEST_BYTES",
+    "auth_token": "HOOK_AUTH_TOKEN",
+    "basic_auth_username": "HOOK_BASIC_AUTH_USERNAME",
+    "basic_auth_password": "HOOK_BASIC_AUTH_PASSWORD",
+}
+
+_SECRETS = {"auth_token", "basic_auth_username", "basic_auth_password"}
+
+
+def _read_secret(environ: Mapping[str, str], variable: str) -> str | None:
+    """Secrets may come from a mounted file (``<VAR>_FILE``) so they stay out of the pod spec."""
+    path = environ.get(f"{variable}_FILE")
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError as error:
+        raise ConfigError(f"{variable}_FILE: cannot read {path}: {error.strerror}") from None
+
+
+def _text(variable: str, raw: str) -> str:
+    return raw.strip()
+
+
+def _integer(low: int, high: int) -> Callable[[str, str], int]:
+    def parse(variable: str, raw: str) -> int:
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            raise ConfigError(f"{variable}={raw!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise ConfigError(f"{variable}={value} is outside {low}..{high}")
+        return value
+
+    return parse
+
+
+def _quantity(variable: str, raw: str) -> str:
+    value = raw.strip()
+    if not _QUANTITY.match(value):
+        raise ConfigError(f"{variable}={raw!r} is not a Kubernetes quantity such as 500m or 512Mi")
+    return value
+
+
+def _absolute_path(variable: str, raw: str) -> str:
+    value = raw.strip()
+    if not value.startswith("/") or ":" in value or ".." in value.split("/"):
+        raise ConfigError(f"{variable}={raw!r} must be an absolute path without ':' or '..'")
+    return value.rstrip("/") or "/"
+
+
+def _image(variable: str, raw: str) -> str:
+    value = raw.strip()
+    if not _IMAGE.match(value):
+        raise ConfigError(f"{variable}={raw!r} is not a container image reference")
+    return value
+
+
+def _namespace(variable: str, raw: str) -> str:
+    value = raw.strip()
+    if not _DNS_LABEL.match(value):
+        raise ConfigError(f"{variable}={raw!r} is not a valid namespace name")
+    return value
+
+
+_PARSERS: dict[str, Callable[[str, str], object]] = {
+    "agent_image": _image,
+    "agent_config": _absolute_path,
+    "mount_path": _absolute_path,
+    "run_as_user": _integer(1, 2**31 - 1),
+    "run_as_group": _integer(1, 2**31 - 1),
+    "active_deadline_seconds": _integer(30, 86400),
+    "ttl_seconds_after_finished": _integer(1, 30 * 86400),
+    "backoff_limit": _integer(1, 6),
+    "cpu_request": _quantity,
+    "cpu_limit": _quantity,
+    "memory_request": _quantity,
+    "memory_limit": _quantity,
+    "retry_base_delay_seconds": _integer(10, 3600),
+    "retry_max_delay_seconds": _integer(10, 86400),
+    "max_attempts": _integer(1, 100),
+    "ome_namespace": _namespace,
+    "node_resync_seconds": _integer(1, 3600),
+    "finalize_resync_seconds": _integer(1, 3600),
+    "max_request_bytes": _integer(1024, 1024**3),
+}

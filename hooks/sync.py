@@ -1,0 +1,186 @@
+"""The pure core: a Metacontroller request and a clock in, the desired state out.
+
+Reading order of a decision: which flow (``pvc://`` or not), then storage, then the
+metadata Job, then the conditions and the state they imply. Nothing here does I/O or
+reads the clock, so the same request at the same ``now`` always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from hooks import node_status
+from hooks.conditions import FALSE, TRUE, Condition, stamp
+from hooks.extraction import FAILURE_REASONS, plan_extraction
+from hooks.metadata_job import pod_rule
+from hooks.observed import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CONFIG_MAPS,
+    JOBS,
+    NODES,
+    PODS,
+    PVCS,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    Model,
+    has_children,
+    object_group,
+    read_model,
+    read_request,
+)
+from hooks.pvc import FAILED, IN_TRANSIT, STORAGE_READY, judge_pvc
+from hooks.settings import Settings
+from hooks.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+
+READY = "Ready"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer to one sync or finalize call, plus the facts worth logging."""
+
+    response: dict[str, Any]
+    model: Model
+    flow: str
+    state: str
+    reason: str
+    job: str = ""
+
+
+def customize(body: Any, settings: Settings) -> dict[str, Any]:
+    """Ask only for what the model's flow reads. Metacontroller caches this per parent
+    generation, so the rules depend on the spec alone."""
+    model = read_model(read_request(body)["parent"])
+    if not is_pvc_uri(model.storage_uri):
+        return {"relatedResources": node_status.customize_rules(settings.ome_namespace)}
+    try:
+        location = parse_pvc_uri(model.storage_uri, model.namespace)
+    except StorageURIError:
+        return {"relatedResources": []}
+    return {
+        "relatedResources": [
+            {
+                "apiVersion": "v1",
+                "resource": "persistentvolumeclaims",
+                "namespace": location.namespace,
+                "names": [location.pvc_name],
+            },
+            pod_rule(model, location.namespace),
+        ]
+    }
+
+
+def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False) -> Decision:
+    """Answer a sync call, or a finalize call (``finalize``, or ``finalizing: true`` in the body)."""
+    request = read_request(body)
+    model = read_model(request["parent"])
+    finalizing = finalize or request.get("finalizing") is True
+    if is_pvc_uri(model.storage_uri):
+        return _pvc_flow(request, model, settings, now, finalizing)
+    return _node_flow(request, model, settings, now, finalizing)
+
+
+def _pvc_flow(
+    request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
+) -> Decision:
+    access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
+    for type_key in (SERVICE_ACCOUNTS, *access_types):
+        object_group(request, "children", type_key, required=True)
+    observed_jobs = object_group(request, "children", JOBS, required=True)
+
+    status: dict[str, Any] = {}
+    children: list[dict[str, Any]] = []
+    resync_after: float | None = None
+    try:
+        location = parse_pvc_uri(model.storage_uri, model.namespace)
+    except StorageURIError as refusal:
+        storage = Condition(STORAGE_READY, FALSE, refusal.reason, refusal.message)
+        metadata = Condition(
+            "MetadataReady", FALSE, "StorageNotReady", "no metadata Job until spec.storage.storageUri is valid"
+        )
+        storage_state = FAILED
+        job_name = ""
+    else:
+        verdict = judge_pvc(location, object_group(request, "related", PVCS, required=True))
+        extraction = plan_extraction(
+            model,
+            location,
+            verdict.condition.is_true,
+            observed_jobs,
+            object_group(request, "related", PODS, required=False),
+            settings,
+            now,
+            may_start=not finalizing,
+        )
+        storage, metadata, storage_state = verdict.condition, extraction.condition, verdict.state
+        status["storage"] = verdict.record
+        if extraction.record is not None:
+            status["metadataExtraction"] = extraction.record.render()
+        children, resync_after = extraction.children, extraction.resync_after
+        job_name = extraction.record.job_name if extraction.record else ""
+
+    ready = _ready(storage, metadata)
+    if not storage.is_true:
+        state = storage_state
+    elif metadata.is_true:
+        state = READY
+    else:
+        state = FAILED if metadata.reason in FAILURE_REASONS else IN_TRANSIT
+
+    status = {
+        "state": state,
+        **_lifecycle(model),
+        "conditions": stamp((storage, metadata, ready), model.status.get("conditions"), now, model.generation),
+        **status,
+    }
+    response: dict[str, Any] = {"status": status, "children": [] if finalizing else children}
+    if finalizing:
+        response["finalized"] = not has_children(request)
+        if not response["finalized"]:
+            resync_after = settings.finalize_resync_seconds
+    if resync_after is not None:
+        response["resyncAfterSeconds"] = resync_after
+    return Decision(response, model, "pvc", state, ready.reason, job_name)
+
+
+def _ready(storage: Condition, metadata: Condition) -> Condition:
+    if storage.is_true and metadata.is_true:
+        return Condition(READY, TRUE, READY, f"{storage.message}; {metadata.message}")
+    first = storage if not storage.is_true else metadata
+    return Condition(READY, FALSE, first.reason, first.message)
+
+
+def _node_flow(
+    request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
+) -> Decision:
+    report = node_status.read_node_report(
+        model,
+        object_group(request, "related", CONFIG_MAPS, required=True),
+        object_group(request, "related", NODES, required=True),
+        settings.ome_namespace,
+    )
+    condition = node_status.node_condition(report, finalizing)
+    status: dict[str, Any] = {"state": report.state, **_lifecycle(model)}
+    if report.ready:
+        status["nodesReady"] = list(report.ready)
+    if report.failed:
+        status["nodesFailed"] = list(report.failed)
+    status["conditions"] = stamp((condition,), model.status.get("conditions"), now, model.generation)
+    response: dict[str, Any] = {"status": status, "children": []}
+    if finalizing:
+        response["finalized"] = not report.holding and not has_children(request)
+        if not response["finalized"]:
+            response["resyncAfterSeconds"] = settings.finalize_resync_seconds
+    elif report.state == IN_TRANSIT:
+        response["resyncAfterSeconds"] = settings.node_resync_seconds
+    return Decision(response, model, "node", report.state, condition.reason)
+
+
+def _lifecycle(model: Model) -> dict[str, Any]:
+    """``lifecycle`` belongs to whoever set it; the hook only carries it over."""
+    lifecycle = model.status.get("lifecycle")
+    return {"lifecycle": lifecycle} if isinstance(lifecycle, str) else {}
