@@ -1,0 +1,77 @@
+"""Golden files: each fixture is a saved Metacontroller request and the answer we expect.
+
+``tests/fixtures/<hook>/<case>.request.json`` is the body Metacontroller would POST to
+``/<hook>``; ``<case>.response.json`` beside it is the expected 200 answer at the fixed
+clock ``FIXTURE_NOW``. After a deliberate behaviour change, regenerate the answers with
+
+    python -m tests.golden
+
+and review the diff: a changed golden file is a changed behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from flask.testing import FlaskClient
+
+from hooks.app import create_app
+from hooks.settings import Settings
+
+FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURE_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+HOOKS = ("sync", "customize", "finalize")
+
+
+def fixture_settings() -> Settings:
+    """The defaults: golden answers document what an unconfigured install does."""
+    return Settings()
+
+
+def client(now: datetime = FIXTURE_NOW, settings: Settings | None = None) -> FlaskClient:
+    return create_app(settings or fixture_settings(), clock=lambda: now).test_client()
+
+
+def cases() -> list[Path]:
+    """Every request file, in a stable order."""
+    return sorted(path for hook in HOOKS for path in (FIXTURES / hook).glob("*.request.json"))
+
+
+def hook_of(request_file: Path) -> str:
+    return request_file.parent.name
+
+
+def response_file(request_file: Path) -> Path:
+    return request_file.with_name(request_file.name.replace(".request.json", ".response.json"))
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def answer(request_file: Path, test_client: FlaskClient | None = None) -> tuple[int, bytes]:
+    """POST the saved request to its hook and return the status code and body bytes."""
+    reply = (test_client or client()).post(f"/{hook_of(request_file)}", data=request_file.read_bytes())
+    return reply.status_code, reply.get_data()
+
+
+def regenerate() -> int:
+    """Rewrite every response file from the current code."""
+    test_client = client()
+    for request_file in cases():
+        status, body = answer(request_file, test_client)
+        if status != 200:
+            print(f"{request_file}: answered {status}: {body.decode()}", file=sys.stderr)
+            return 1
+        text = json.dumps(json.loads(body), indent=2, ensure_ascii=False) + "\n"
+        response_file(request_file).write_text(text, encoding="utf-8")
+        print(f"wrote {response_file(request_file).relative_to(FIXTURES.parent.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(regenerate())

@@ -1,0 +1,196 @@
+"""The HTTP shell: bad input gets a clear 4xx, never a 200 that could delete children."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from hooks import app as app_module
+from hooks.app import create_app
+from hooks.settings import Settings
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+PARENT = {
+    "apiVersion": "ome.io/v1beta1",
+    "kind": "BaseModel",
+    "metadata": {"name": "llama", "namespace": "models", "uid": "7d3f0c1e", "generation": 1},
+    "spec": {"storage": {"storageUri": "pvc://store/llama"}},
+}
+CHILDREN = {
+    "Job.batch/v1": {},
+    "ServiceAccount.v1": {},
+    "Role.rbac.authorization.k8s.io/v1": {},
+    "RoleBinding.rbac.authorization.k8s.io/v1": {},
+}
+RUNNING_JOB = {"metadata": {"name": "llama-metadata-1", "namespace": "models"}, "status": {"active": 1}}
+
+
+def make_client(**overrides: Any) -> FlaskClient:
+    return create_app(Settings(**overrides), clock=lambda: NOW).test_client()
+
+
+@pytest.fixture()
+def client() -> FlaskClient:
+    return make_client()
+
+
+def sync_body(**changes: Any) -> dict[str, Any]:
+    body = {"controller": {}, "parent": PARENT, "children": CHILDREN, "related": {"PersistentVolumeClaim.v1": {}, "Pod.v1": {}}, "finalizing": False}
+    body.update(changes)
+    return body
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "empty"),
+        (b"{not json", "not JSON"),
+        (b"\xff\xfe", "not JSON"),
+        (b"[1, 2]", "JSON object"),
+        (b'"parent"', "JSON object"),
+        (b"{}", "no 'parent'"),
+        (b'{"parent": "llama"}', "no 'parent'"),
+    ],
+)
+@pytest.mark.parametrize("hook", ["sync", "customize", "finalize"])
+def test_unreadable_body_gets_400_with_json_error(client: FlaskClient, hook: str, data: bytes, message: str) -> None:
+    reply = client.post(f"/{hook}", data=data, content_type="application/json")
+    assert reply.status_code == 400
+    assert message in reply.get_json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("parent", "message"),
+    [
+        ({**PARENT, "kind": "InferenceService"}, "this hook serves"),
+        ({**PARENT, "apiVersion": "ome.io/v1alpha1"}, "this hook serves"),
+        ({**PARENT, "metadata": {"namespace": "models"}}, "metadata.name"),
+        ({**PARENT, "metadata": {"name": "llama"}}, "metadata.namespace"),
+        ({**PARENT, "spec": {}}, "storageUri"),
+        ({**PARENT, "spec": {"storage": {"storageUri": 42}}}, "storageUri"),
+    ],
+)
+def test_parent_this_hook_does_not_serve_gets_400(client: FlaskClient, parent: dict[str, Any], message: str) -> None:
+    reply = client.post("/sync", json=sync_body(parent=parent))
+    assert reply.status_code == 400
+    assert message in reply.get_json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"children": None}, "'children' must be an object"),
+        ({"children": {**CHILDREN, "Job.batch/v1": []}}, "keyed by name"),
+        ({"children": {k: v for k, v in CHILDREN.items() if k != "Job.batch/v1"}}, "childResources"),
+        ({"children": {**CHILDREN, "Job.batch/v1": {"models/x": {"metadata": {}}}}}, "without metadata.name"),
+        ({"children": {**CHILDREN, "Job.batch/v1": {"models/x": "job"}}}, "not an object"),
+        ({"related": {}}, "customize hook"),
+        ({"related": []}, "'related' must be an object"),
+    ],
+)
+def test_request_missing_what_the_pvc_flow_needs_gets_400_and_keeps_children(client: FlaskClient, changes: dict[str, Any], message: str) -> None:
+    reply = client.post("/sync", json=sync_body(**changes))
+    assert reply.status_code == 400
+    assert message in reply.get_json()["error"]
+
+
+def test_running_job_survives_an_odd_request(client: FlaskClient) -> None:
+    """An odd request is refused rather than answered without the running Job."""
+    children = {**CHILDREN, "Job.batch/v1": {"models/llama-metadata-1": RUNNING_JOB}}
+    del children["ServiceAccount.v1"]
+    reply = client.post("/sync", json=sync_body(children=children))
+    assert reply.status_code == 400
+
+
+def test_body_over_the_limit_gets_413(client: FlaskClient) -> None:
+    small = make_client(max_request_bytes=2048)
+    reply = small.post("/sync", data=b"{" + b" " * 4096 + b"}", content_type="application/json")
+    assert reply.status_code == 413
+    assert "HOOK_MAX_REQUEST_BYTES" in reply.get_json()["error"]
+
+
+def test_unexpected_failure_gets_500_not_a_partial_200(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*args: Any, **kwargs: Any) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(app_module, "sync", explode)
+    reply = client.post("/sync", json=sync_body())
+    assert reply.status_code == 500
+    assert "KeyError" in reply.get_json()["error"]
+
+
+def test_unknown_path_and_wrong_method_answer_json(client: FlaskClient) -> None:
+    assert client.post("/nope", json={}).status_code == 404
+    assert "error" in client.post("/nope", json={}).get_json()
+    assert client.get("/sync").status_code == 405
+
+
+def test_health_and_readiness(client: FlaskClient) -> None:
+    assert client.get("/healthz").status_code == 200
+    assert client.get("/readyz").status_code == 200
+
+
+def test_bearer_token_is_required_when_configured() -> None:
+    client = make_client(auth_token="s3cr3t-token")
+    assert client.post("/sync", json=sync_body()).status_code == 401
+    assert client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert client.post("/sync", json=sync_body(), headers={"Authorization": "Basic s3cr3t-token"}).status_code == 401
+    reply = client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer s3cr3t-token"})
+    assert reply.status_code == 200
+    assert client.get("/healthz").status_code == 200
+
+
+def test_basic_auth_is_required_when_configured() -> None:
+    client = make_client(basic_auth_username="metacontroller", basic_auth_password="pa:ss")
+
+    def basic(user: str, password: str) -> dict[str, str]:
+        return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+    assert client.post("/customize", json={"parent": PARENT}, headers=basic("metacontroller", "nope")).status_code == 401
+    assert client.post("/customize", json={"parent": PARENT}, headers={"Authorization": "Basic !!!"}).status_code == 401
+    reply = client.post("/customize", json={"parent": PARENT}, headers=basic("metacontroller", "pa:ss"))
+    assert reply.status_code == 200
+    assert client.post("/customize", json={"parent": PARENT}).headers["WWW-Authenticate"].startswith("Basic")
+
+
+def test_finalize_path_finalizes_even_without_the_flag(client: FlaskClient) -> None:
+    reply = client.post("/finalize", json=sync_body(finalizing=False))
+    assert reply.status_code == 200
+    assert reply.get_json()["finalized"] is True
+    assert reply.get_json()["children"] == []
+
+
+def test_metrics_count_requests_decisions_and_errors(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    client.post("/sync", json=sync_body())
+    client.post("/sync", data=b"nope")
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'basemodel_hook_requests_total{hook="sync",outcome="ok"} 1.0' in text
+    assert 'basemodel_hook_requests_total{hook="sync",outcome="bad_request"} 1.0' in text
+    assert 'basemodel_hook_decisions_total{flow="pvc",reason="PVCNotFound",state="Failed"} 1.0' in text
+    assert 'basemodel_hook_request_duration_seconds_count{hook="sync"} 2.0' in text
+    assert "basemodel_hook_errors_total" in text
+
+
+def test_one_json_log_line_per_request_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
+    client = make_client(auth_token="s3cr3t-token")
+    logger = logging.getLogger("hooks.requests")
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="hooks.requests"):
+            client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer s3cr3t-token"})
+    finally:
+        logger.removeHandler(caplog.handler)
+    [record] = [r for r in caplog.records if r.name == "hooks.requests"]
+    line = json.loads(record.getMessage())
+    assert line["hook"] == "sync" and line["status"] == 200
+    assert line["parent"] == {"kind": "BaseModel", "namespace": "models", "name": "llama", "generation": 1}
+    assert line["decision"] == {"flow": "pvc", "state": "Failed", "reason": "PVCNotFound"}
+    assert line["durationMs"] >= 0
+    assert "s3cr3t" not in record.getMessage()
