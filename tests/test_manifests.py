@@ -16,14 +16,13 @@ import json
 import re
 import shutil
 import subprocess
-from datetime import datetime
 from pathlib import Path
 
-import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from kubernetes_validate import utils as kv_utils
+
+from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFESTS = REPO / "metacontroller"
@@ -38,9 +37,7 @@ COMMON_LABELS = {"app.kubernetes.io/name": HOOK_NAME, "app.kubernetes.io/part-of
 
 # Kubernetes versions every built-in object must validate against: the oldest
 # we support and the newest kubernetes-validate knows.
-OLDEST_K8S = "1.29.0"
-NEWEST_K8S = kv_utils.latest_version()
-K8S_VERSIONS = sorted({OLDEST_K8S, NEWEST_K8S}, key=lambda v: tuple(map(int, v.split("."))))
+K8S_VERSIONS = KUBERNETES_VERSIONS
 
 CHILDREN = {
     "ome-basemodels": (
@@ -66,120 +63,6 @@ HOOK_PATHS = {"sync": "/sync", "customize": "/customize", "finalize": "/finalize
 
 # The condition reason pattern of upstream OME's newest CRD (CONTRACT §5).
 REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
-
-
-# --------------------------------------------------------------------------
-# helpers
-# --------------------------------------------------------------------------
-
-_RFC3339 = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
-)
-_GO_DURATION = re.compile(r"^[-+]?(0|((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+)$")
-
-FORMATS = jsonschema.FormatChecker(formats=())
-
-
-@FORMATS.checks("date-time", raises=ValueError)
-def _is_date_time(value):
-    if not isinstance(value, str):
-        return True
-    if not _RFC3339.match(value):
-        raise ValueError(f"{value!r} is not an RFC 3339 date-time")
-    datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
-    return True
-
-
-@FORMATS.checks("duration")
-def _is_go_duration(value):
-    # kube-openapi's "duration" is a Go duration string such as 10s or 1m30s.
-    return not isinstance(value, str) or bool(_GO_DURATION.match(value))
-
-
-@FORMATS.checks("int32")
-def _is_int32(value):
-    return not isinstance(value, int) or -(2**31) <= value < 2**31
-
-
-@FORMATS.checks("int64")
-def _is_int64(value):
-    return not isinstance(value, int) or -(2**63) <= value < 2**63
-
-
-def closed(schema):
-    """Return a copy of a CRD (OpenAPI v3) schema that rejects unknown fields.
-
-    Adds `additionalProperties: false` to every object schema that lists
-    `properties` and has neither `additionalProperties` nor
-    `x-kubernetes-preserve-unknown-fields` (where the API server would prune an
-    unknown field, the closed schema reports it). Nodes marked
-    x-kubernetes-preserve-unknown-fields keep accepting anything.
-    """
-
-    def walk(node):
-        if not isinstance(node, dict):
-            return node
-        node = dict(node)
-        if "properties" in node:
-            node["properties"] = {k: walk(v) for k, v in node["properties"].items()}
-            if "additionalProperties" not in node and not node.get(
-                "x-kubernetes-preserve-unknown-fields"
-            ):
-                node["additionalProperties"] = False
-        if isinstance(node.get("additionalProperties"), dict):
-            node["additionalProperties"] = walk(node["additionalProperties"])
-        if isinstance(node.get("items"), dict):
-            node["items"] = walk(node["items"])
-        for key in ("allOf", "anyOf", "oneOf"):
-            if key in node:
-                node[key] = [walk(s) for s in node[key]]
-        if isinstance(node.get("not"), dict):
-            node["not"] = walk(node["not"])
-        return node
-
-    return walk(copy.deepcopy(schema))
-
-
-def validator(schema):
-    return jsonschema.Draft202012Validator(closed(schema), format_checker=FORMATS)
-
-
-def list_errors(schema, instance, path="<root>"):
-    """What jsonschema does not check: x-kubernetes-list-type map/set uniqueness."""
-    errors = []
-    if isinstance(instance, dict):
-        for key, value in instance.items():
-            sub = schema.get("properties", {}).get(key)
-            if sub is None and isinstance(schema.get("additionalProperties"), dict):
-                sub = schema["additionalProperties"]
-            if sub is not None:
-                errors += list_errors(sub, value, f"{path}/{key}")
-    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
-        list_type = schema.get("x-kubernetes-list-type")
-        seen = []
-        for i, item in enumerate(instance):
-            if list_type == "map" and isinstance(item, dict):
-                key = tuple(item.get(k) for k in schema["x-kubernetes-list-map-keys"])
-            elif list_type == "set":
-                key = item
-            else:
-                key = object()
-            if key in seen:
-                errors.append(f"{path}/{i}: duplicate entry {key!r} in a list of type {list_type}")
-            seen.append(key)
-            errors += list_errors(schema["items"], item, f"{path}/{i}")
-    return errors
-
-
-def errors_of(schema, instance):
-    """Every reason the API server would reject (or prune from) `instance`."""
-    return sorted(
-        [
-            f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message}"
-            for e in validator(schema).iter_errors(instance)
-        ]
-        + list_errors(schema, instance)
-    )
 
 
 def load_yaml(path):
@@ -495,7 +378,7 @@ def test_compositecontroller_calls_the_hook_service_with_v2_strict_and_a_timeout
         }
         assert webhook["path"] == path
         assert webhook["responseUnMarshallMode"] == "strict"
-        assert _GO_DURATION.match(webhook["timeout"]) and webhook["timeout"] not in ("0", "0s")
+        assert GO_DURATION.match(webhook["timeout"]) and webhook["timeout"] not in ("0", "0s")
         # etag would need both cache settings (Metacontroller nil-pointer bug); unused.
         assert "etag" not in webhook
 

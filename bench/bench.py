@@ -1,0 +1,173 @@
+"""Measure the hook against a bare Flask app on the same gunicorn settings.
+
+Both servers run on 127.0.0.1 with the same worker count; the same saved requests are
+POSTed to each for a fixed number of rounds from a few client threads. The bare app
+parses the JSON body and answers a small JSON object, which is the least any hook does.
+Prints latency percentiles, throughput, the hook's cost relative to the bare app, and
+the worker processes' resident memory. Bounded: it stops after ``--requests`` per case.
+
+    python bench/bench.py [--requests 2000] [--workers 2] [--clients 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = [
+    "sync/basemodel-job-running-v1-keys",
+    "sync/basemodel-pvc-bound-creates-job",
+    "sync/basemodel-job-failed-backoff-waiting-retry",
+    "sync/basemodel-hf-hundreds-of-nodes",
+    "customize/basemodel-pvc",
+]
+BARE_APP = textwrap.dedent(
+    """
+    import json
+    from flask import Flask, Response, request
+
+    def create_app():
+        app = Flask(__name__)
+
+        @app.post("/<hook>")
+        def answer(hook):
+            body = json.loads(request.get_data())
+            return Response(json.dumps({"status": {"state": "Ready"}, "children": [], "seen": len(body)}),
+                            mimetype="application/json")
+
+        @app.get("/readyz")
+        def ready():
+            return "ok"
+
+        return app
+    """
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def start(app: str, workers: int, pythonpath: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp()}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+         "--worker-class", "sync", "--log-level", "warning", app],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/readyz")
+            if connection.getresponse().status == 200:
+                return process, port
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise SystemExit(f"{app} did not start")
+
+
+def rss_kib(process: subprocess.Popen[bytes]) -> int:
+    """Resident memory of the master and its workers, from /proc."""
+    total = 0
+    pids = [process.pid]
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    if children.exists():
+        pids += [int(pid) for pid in children.read_text().split()]
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total
+
+
+def load(port: int, path: str, body: bytes, requests: int, clients: int) -> list[float]:
+    latencies: list[float] = []
+    lock = threading.Lock()
+    per_client = requests // clients
+
+    def run() -> None:
+        mine = []
+        for _ in range(per_client):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            started = time.perf_counter()
+            connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+            reply = connection.getresponse()
+            reply.read()
+            mine.append(time.perf_counter() - started)
+            assert reply.status == 200, reply.status
+            connection.close()
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies
+
+
+def summary(latencies: list[float], elapsed: float) -> dict[str, float]:
+    ordered = sorted(latencies)
+    return {
+        "p50_ms": ordered[len(ordered) // 2] * 1000,
+        "p99_ms": ordered[int(len(ordered) * 0.99)] * 1000,
+        "rps": len(ordered) / elapsed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=4)
+    args = parser.parse_args()
+
+    bare_dir = tempfile.mkdtemp()
+    Path(bare_dir, "bare_app.py").write_text(BARE_APP)
+    servers = {
+        "bare": start("bare_app:create_app()", args.workers, bare_dir),
+        "hook": start("hooks.app:create_app()", args.workers, str(REPO)),
+    }
+    try:
+        print(f"{'case':55} {'server':5} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'cost':>7}")
+        for case in CASES:
+            body = (REPO / "tests" / "fixtures" / f"{case}.request.json").read_bytes()
+            hook = case.split("/")[0]
+            results = {}
+            for name, (_, port) in servers.items():
+                load(port, f"/{hook}", body, args.clients * 20, args.clients)
+                started = time.perf_counter()
+                latencies = load(port, f"/{hook}", body, args.requests, args.clients)
+                results[name] = summary(latencies, time.perf_counter() - started)
+            cost = results["bare"]["rps"] / results["hook"]["rps"] - 1
+            for name, figures in results.items():
+                shown = f"{cost:+7.1%}" if name == "hook" else ""
+                print(f"{case + f' ({len(body) // 1024} KiB)':55} {name:5} {figures['p50_ms']:8.2f} "
+                      f"{figures['p99_ms']:8.2f} {figures['rps']:8.0f} {shown:>7}")
+        for name, (process, _) in servers.items():
+            print(f"resident memory, {name}: {rss_kib(process) / 1024:.1f} MiB (master + {args.workers} workers)")
+    finally:
+        for process, _ in servers.values():
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    main()

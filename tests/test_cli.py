@@ -1,0 +1,141 @@
+"""The console script: a real gunicorn server answers the README's examples."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import golden
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text(encoding="utf-8")
+SCRIPT = Path(sys.executable).with_name("basemodel-hook")
+EXAMPLE = re.compile(
+    r"```sh\ncurl -s -X POST localhost:8080/(?P<hook>\w+) -H 'Content-Type: application/json' -d (?P<data>\S+|'[^']*')"
+    r"[^\n]*\n```\n> answers: (?P<expect>[^\n]+)"
+)
+
+
+def readme_examples() -> list[re.Match[str]]:
+    return list(EXAMPLE.finditer(README))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """``basemodel-hook serve`` as the README starts it, on a free port, stopped afterwards."""
+    port = free_port()
+    process = subprocess.Popen(
+        [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{base}/readyz", timeout=1) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            pytest.fail("gunicorn did not become ready in 20 s")
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def post(url: str, data: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_readme_starts_with_the_serve_and_test_commands() -> None:
+    blocks = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)
+    assert len(blocks) == 2
+    assert "basemodel-hook serve" in blocks[0] and "pip install" in blocks[0]
+    assert "pytest" in blocks[1] and "pip install" in blocks[1]
+    assert blocks[1] in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_readme_has_a_curl_example_for_each_main_case() -> None:
+    files = {match["data"] for match in readme_examples()}
+    assert len(files) >= 10
+    for data in files:
+        if data.startswith("@"):
+            assert (REPO / data[1:]).is_file(), data
+
+
+@pytest.mark.parametrize("example", readme_examples(), ids=lambda match: match["data"].split("/")[-1][:60])
+def test_readme_example_answers_what_the_readme_says(server: str, example: re.Match[str]) -> None:
+    data = (REPO / example["data"][1:]).read_bytes() if example["data"].startswith("@") else example["data"].strip("'").encode()
+    status, body = post(f"{server}/{example['hook']}", data)
+    expect = example["expect"]
+    if expect.startswith("HTTP"):
+        code = int(re.search(r"HTTP \*\*(\d+)\*\*", expect).group(1))
+        assert status == code
+        assert json.loads(re.search(r"`(\{.*\})`", expect).group(1)) == body
+        return
+    assert status == 200, body
+    if example["hook"] == "customize":
+        wanted = re.search(r"relatedResources \*\*([^*]+)\*\*", expect).group(1).split(", ")
+        assert [rule["resource"] for rule in body["relatedResources"]] == wanted
+        return
+    state, reason, children = re.search(
+        r"state \*\*(\w+)\*\*, Ready reason \*\*(\w+)\*\*, children \*\*([^*]+)\*\*", expect
+    ).groups()
+    ready = next(c for c in body["status"]["conditions"] if c["type"] == "Ready")
+    assert (body["status"]["state"], ready["reason"]) == (state, reason)
+    kinds = [child["kind"] for child in body["children"]]
+    assert kinds == ([] if children == "none" else children.split(", "))
+
+
+def test_bad_configuration_stops_serve_naming_the_variable() -> None:
+    result = subprocess.run(
+        [str(SCRIPT), "serve", "--bind", "127.0.0.1:1"],
+        env={**os.environ, "JOB_BACKOFF_LIMIT": "9"},
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 2
+    assert "JOB_BACKOFF_LIMIT" in result.stderr
+
+
+def test_replay_prints_the_golden_answer_at_the_fixture_clock() -> None:
+    request_file = golden.FIXTURES / "sync" / "basemodel-pvc-bound-creates-job.request.json"
+    result = subprocess.run(
+        [str(SCRIPT), "replay", str(request_file), "--now", "2026-11-30T12:00:00Z"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == golden.load(golden.response_file(request_file))
