@@ -15,7 +15,6 @@ from typing import Any, Iterable
 
 TRUE = "True"
 FALSE = "False"
-UNKNOWN = "Unknown"
 
 REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 

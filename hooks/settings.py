@@ -143,11 +143,14 @@ def _integer(low: int, high: int) -> Callable[[str, str], int]:
     return parse
 
 
-def _quantity(variable: str, raw: str) -> str:
-    value = raw.strip()
-    if not _QUANTITY.match(value):
-        raise ConfigError(f"{variable}={raw!r} is not a Kubernetes quantity such as 500m or 512Mi")
-    return value
+def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str, str], str]:
+    def parse(variable: str, raw: str) -> str:
+        value = raw.strip()
+        if not pattern.match(value):
+            raise ConfigError(f"{variable}={raw!r} is not {what}")
+        return value
+
+    return parse
 
 
 def _absolute_path(variable: str, raw: str) -> str:
@@ -157,22 +160,11 @@ def _absolute_path(variable: str, raw: str) -> str:
     return value.rstrip("/") or "/"
 
 
-def _image(variable: str, raw: str) -> str:
-    value = raw.strip()
-    if not _IMAGE.match(value):
-        raise ConfigError(f"{variable}={raw!r} is not a container image reference")
-    return value
-
-
-def _namespace(variable: str, raw: str) -> str:
-    value = raw.strip()
-    if not _DNS_LABEL.match(value):
-        raise ConfigError(f"{variable}={raw!r} is not a valid namespace name")
-    return value
+_quantity = _matching(_QUANTITY, "a Kubernetes quantity such as 500m or 512Mi")
 
 
 _PARSERS: dict[str, Callable[[str, str], object]] = {
-    "agent_image": _image,
+    "agent_image": _matching(_IMAGE, "a container image reference"),
     "agent_config": _absolute_path,
     "mount_path": _absolute_path,
     "run_as_user": _integer(1, 2**31 - 1),
@@ -187,7 +179,7 @@ _PARSERS: dict[str, Callable[[str, str], object]] = {
     "retry_base_delay_seconds": _integer(10, 3600),
     "retry_max_delay_seconds": _integer(10, 86400),
     "max_attempts": _integer(1, 100),
-    "ome_namespace": _namespace,
+    "ome_namespace": _matching(_DNS_LABEL, "a valid namespace name"),
     "node_resync_seconds": _integer(1, 3600),
     "finalize_resync_seconds": _integer(1, 3600),
     "max_request_bytes": _integer(1024, 1024**3),

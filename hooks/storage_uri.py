@@ -18,7 +18,6 @@ INVALID_STORAGE_URI = "InvalidStorageURI"
 CROSS_NAMESPACE_PVC = "CrossNamespacePVC"
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN_PART = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -122,4 +121,4 @@ def _check_sub_path(sub_path: str, refuse: Callable[[str], StorageURIError]) -> 
 
 
 def _is_dns_subdomain(name: str) -> bool:
-    return len(name) <= 253 and all(_DNS_SUBDOMAIN_PART.match(part) for part in name.split("."))
+    return len(name) <= 253 and all(_DNS_LABEL.match(part) for part in name.split("."))
