@@ -19,7 +19,7 @@ from werkzeug.exceptions import HTTPException
 
 from hooks.auth import auth_scheme, authorized
 from hooks.metrics import CONTENT_TYPE, Metrics
-from hooks.observed import BadRequest
+from hooks.observed import BadRequest, field
 from hooks.settings import Settings
 from hooks.sync import Decision, customize, sync
 
@@ -135,7 +135,7 @@ def _log_line(hook: str, status: int, elapsed: float) -> str:
     }
     parent = g.get("parent")
     if isinstance(parent, dict):
-        metadata = parent.get("metadata") if isinstance(parent.get("metadata"), dict) else {}
+        metadata = field(parent, "metadata")
         line["parent"] = {
             key: value
             for key, value in (

@@ -24,7 +24,7 @@ from hooks.metadata_job import (
     read_outcome,
     termination_message,
 )
-from hooks.observed import Model
+from hooks.observed import Model, text
 from hooks.settings import Settings
 from hooks.storage_uri import PVCLocation
 
@@ -75,7 +75,7 @@ def metadata_present(spec: dict[str, Any]) -> bool:
 
 def retry_delay(attempt: int, settings: Settings) -> int:
     """Seconds to wait after ``attempt`` failed: doubling from the base, capped."""
-    return min(settings.retry_base_delay_seconds * 2 ** min(attempt - 1, 32), settings.retry_max_delay_seconds)
+    return min(settings.retry_base_delay_seconds << min(attempt - 1, 32), settings.retry_max_delay_seconds)
 
 
 def read_record(model: Model) -> Record:
@@ -83,15 +83,15 @@ def read_record(model: Model) -> Record:
     raw = model.status.get("metadataExtraction")
     if not isinstance(raw, dict) or raw.get("storageUri") != model.storage_uri:
         return Record(model.storage_uri)
-    attempts = raw.get("attempts")
+    attempts: Any = raw.get("attempts")
     failed_at = parse_time(raw.get("failedAt"))
     return Record(
         storage_uri=model.storage_uri,
         attempts=attempts if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 0 else 0,
-        job_name=raw.get("jobName") if isinstance(raw.get("jobName"), str) else "",
-        result=raw.get("result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
+        job_name=text(raw, "jobName"),
+        result=text(raw, "result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
         failed_at=format_time(failed_at) if failed_at else "",
-        message=raw.get("message") if isinstance(raw.get("message"), str) else "",
+        message=text(raw, "message"),
     )
 
 
@@ -253,6 +253,6 @@ def _condition(
 def _remembered_failure(model: Model) -> str:
     """The failure reason survives its Job only in the previous MetadataReady condition."""
     for item in model.status.get("conditions") or []:
-        if isinstance(item, dict) and item.get("type") == METADATA_READY and item.get("reason") in FAILURE_REASONS:
-            return item["reason"]
+        if text(item, "type") == METADATA_READY and text(item, "reason") in FAILURE_REASONS:
+            return text(item, "reason")
     return "JobFailed"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hooks.conditions import format_time, parse_time
-from hooks.observed import API_GROUP, Model
+from hooks.observed import API_GROUP, Model, field
 from hooks.settings import Settings
 from hooks.storage_uri import PVCLocation
 
@@ -226,8 +226,8 @@ class JobOutcome:
 
 def read_outcome(job: dict[str, Any]) -> JobOutcome:
     """Map a Job's conditions onto the MetadataReady reasons of the contract."""
-    status = job.get("status") if isinstance(job.get("status"), dict) else {}
-    spec = job.get("spec") if isinstance(job.get("spec"), dict) else {}
+    status = field(job, "status")
+    spec = field(job, "spec")
     true = {
         item["type"]: item
         for item in status.get("conditions") or []
@@ -253,10 +253,10 @@ def termination_message(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     finished: list[tuple[str, str, str]] = []
     for pod in pods:
         metadata = pod["metadata"]
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
+        labels = field(metadata, "labels")
         if metadata.get("namespace") != namespace or all(labels.get(key) != name for key in JOB_NAME_LABELS):
             continue
-        status = pod.get("status") if isinstance(pod.get("status"), dict) else {}
+        status = field(pod, "status")
         for container in status.get("containerStatuses") or []:
             if not isinstance(container, dict) or container.get("name") != CONTAINER:
                 continue

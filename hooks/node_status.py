@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition
-from hooks.observed import Model
+from hooks.observed import Model, field
 
 STATUS_LABEL = "models.ome/basemodel-status"
 MAX_KEY_LENGTH = 253
@@ -95,8 +95,8 @@ def read_node_report(
     for configmap in configmaps:
         metadata = configmap["metadata"]
         node = metadata["name"]
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
-        data = configmap.get("data") if isinstance(configmap.get("data"), dict) else {}
+        labels = field(metadata, "labels")
+        data = field(configmap, "data")
         if metadata.get("namespace") != ome_namespace or labels.get(STATUS_LABEL) != "true":
             continue
         if node not in live or key not in data:

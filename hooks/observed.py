@@ -88,14 +88,13 @@ def read_model(parent: dict[str, Any]) -> Model:
     if not isinstance(uri, str):
         raise BadRequest("parent has no spec.storage.storageUri string")
     generation = metadata.get("generation")
-    status = parent.get("status")
     return Model(
         kind=kind,
         name=metadata["name"],
         namespace=namespace if kind == BASE_MODEL else None,
         generation=generation if isinstance(generation, int) and not isinstance(generation, bool) else None,
         spec=spec,  # type: ignore[arg-type]
-        status=status if isinstance(status, dict) else {},
+        status=field(parent, "status"),
         storage_uri=uri,
     )
 
@@ -141,6 +140,18 @@ def has_children(request: dict[str, Any]) -> bool:
     if not isinstance(groups, dict) or not all(isinstance(group, dict) for group in groups.values()):
         raise BadRequest("request 'children' must be an object of objects keyed by type")
     return any(groups.values())
+
+
+def field(obj: Any, key: str) -> dict[str, Any]:
+    """A nested object of an observed object, or an empty one when it is absent or not an object."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def text(obj: Any, key: str) -> str:
+    """A string field of an observed object, or "" when it is absent or not a string."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def _non_empty_text(value: Any) -> bool:

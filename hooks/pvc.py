@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition
+from hooks.observed import field
 from hooks.storage_uri import PVCLocation
 
 STORAGE_READY = "StorageReady"
@@ -108,8 +109,8 @@ def judge_pvc(location: PVCLocation, pvcs: list[dict[str, Any]]) -> StorageVerdi
 
 def _facts(pvc: dict[str, Any]) -> dict[str, Any]:
     """What the status keeps of the PVC: enough to see at a glance what was mounted."""
-    spec = pvc.get("spec") if isinstance(pvc.get("spec"), dict) else {}
-    status = pvc.get("status") if isinstance(pvc.get("status"), dict) else {}
+    spec = field(pvc, "spec")
+    status = field(pvc, "status")
     facts: dict[str, Any] = {}
     if isinstance(status.get("phase"), str) and status["phase"]:
         facts["phase"] = status["phase"]
