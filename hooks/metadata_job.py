@@ -61,7 +61,11 @@ def service_account_name(model: Model) -> str:
 def model_labels(model: Model) -> dict[str, str]:
     """Labels every child and every Job pod carries; stable across attempts, so the
     customize hook (cached per parent generation) can select the pods of any attempt."""
-    labels = {"app.kubernetes.io/name": APP_NAME, "app.kubernetes.io/managed-by": MANAGED_BY}
+    labels = {
+        "app.kubernetes.io/name": APP_NAME,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        "ome.io/model-kind": model.kind,
+    }
     if model.cluster_scoped:
         labels["ome.io/clusterbasemodel"] = label_value(model.name)
     else:

@@ -139,3 +139,18 @@ def test_replay_prints_the_golden_answer_at_the_fixture_clock() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == golden.load(golden.response_file(request_file))
+
+
+def customize_count(server: str) -> float:
+    with urllib.request.urlopen(f"{server}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    found = re.search(r'^basemodel_hook_requests_total\{hook="customize",outcome="ok"\} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_metrics_merge_every_gunicorn_worker(server: str) -> None:
+    before = customize_count(server)
+    body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
+    for _ in range(20):
+        assert post(f"{server}/customize", body)[0] == 200
+    assert customize_count(server) - before == 20
