@@ -137,7 +137,7 @@ def plan_extraction(
                 record,
                 result=FAILED,
                 failed_at=format_time(now),
-                message=f"Job {record.job_name} disappeared before it finished (deleted by hand?)",
+                message=f"Job {location.namespace}/{record.job_name} disappeared before it finished (deleted by hand?)",
             )
         else:
             jobs[record.attempts] = {}
@@ -154,6 +154,7 @@ def plan_extraction(
                 attempts=attempt,
                 job_name=name,
                 result=PENDING,
+                failed_at="",
                 message=f"Job {location.namespace}/{name} requested",
             )
             jobs[attempt] = {}
@@ -163,7 +164,7 @@ def plan_extraction(
 
     built = [build_job(model, location, model.storage_uri, attempt, settings) for attempt in sorted(jobs)]
     children = built + build_access(model, location.namespace) if built else []
-    condition = _condition(model, location, storage_ready, record, outcome, settings)
+    condition = _condition(model, location, storage_ready, record, outcome, settings, may_start)
     return Extraction(children, condition, record if record.attempts else None, resync_after)
 
 
@@ -211,13 +212,14 @@ def _condition(
     record: Record,
     outcome: JobOutcome | None,
     settings: Settings,
+    may_start: bool,
 ) -> Condition:
     """MetadataReady, from the most decisive fact first."""
     where = f"{location.namespace}/{record.job_name}"
     of = f"attempt {record.attempts} of {settings.max_attempts}"
     if record.result == SUCCEEDED:
         missing = [key for key in METADATA_FIELDS if not model.spec.get(key)]
-        note = f"; the model's config did not provide {', '.join(missing)}" if missing else ""
+        note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
         return Condition(METADATA_READY, TRUE, "MetadataExtracted", f"Job {where} extracted the model's metadata{note}")
     if metadata_present(model.spec):
         shown = ", ".join(f"{key}={model.spec[key]}" for key in METADATA_FIELDS)
@@ -232,7 +234,9 @@ def _condition(
         reason = outcome.reason if outcome and outcome.result == FAILED else _remembered_failure(model)
         message = f"{of} failed at {record.failed_at}: {record.message}"
         start = _next_start(record, settings)
-        if record.attempts < settings.max_attempts and start is not None:
+        if not may_start:
+            message += ". No further attempt: the model is being deleted"
+        elif record.attempts < settings.max_attempts and start is not None:
             following = f"Attempt {record.attempts + 1}"
             if storage_ready:
                 message += f". {following} starts at {format_time(start)}"

@@ -12,6 +12,7 @@ and review the diff: a changed golden file is a changed behaviour.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -61,6 +62,7 @@ def answer(request_file: Path, test_client: FlaskClient | None = None) -> tuple[
 
 def regenerate() -> int:
     """Rewrite every response file from the current code."""
+    logging.getLogger("hooks.requests").disabled = True
     test_client = client()
     for request_file in cases():
         status, body = answer(request_file, test_client)

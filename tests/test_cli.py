@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 SCRIPT = Path(sys.executable).with_name("basemodel-hook")
 EXAMPLE = re.compile(
-    r"```sh\ncurl -s -X POST localhost:8080/(?P<hook>\w+) -H 'Content-Type: application/json' -d (?P<data>\S+|'[^']*')"
+    r"```sh\ncurl -s -X POST localhost:8080/(?P<hook>\w+) -H 'Content-Type: application/json' -d (?P<data>'[^']*'|\S+)"
     r"[^\n]*\n```\n> answers: (?P<expect>[^\n]+)"
 )
 
