@@ -1,10 +1,12 @@
 """Measure the hook against a bare Flask app on the same gunicorn settings.
 
-Both servers run on 127.0.0.1 with the same worker count; the same saved requests are
+Both run under gunicorn on 127.0.0.1 with the same sync workers, the hook exactly as
+``basemodel-hook serve`` starts it; the same saved requests are
 POSTed to each for a fixed number of rounds from a few client threads. The bare app
 parses the JSON body and answers a small JSON object, which is the least any hook does.
-Prints latency percentiles, throughput, the hook's cost relative to the bare app, and
-the worker processes' resident memory. Bounded: it stops after ``--requests`` per case.
+Prints latency percentiles, throughput, the server CPU time per request (master and
+workers, from /proc: what answering costs, whatever the client does), the hook's cost
+relative to the bare app by that CPU time, and the servers' resident memory. Bounded: it stops after ``--requests`` per case.
 
     python bench/bench.py [--requests 2000] [--workers 2] [--clients 4]
 """
@@ -61,12 +63,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(app: str, workers: int, pythonpath: str) -> tuple[subprocess.Popen[bytes], int]:
+def start(command: list[str], pythonpath: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {**os.environ, "PYTHONPATH": pythonpath, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp()}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-         "--worker-class", "sync", "--log-level", "warning", app],
+        [sys.executable, "-m", *command, "--bind", f"127.0.0.1:{port}"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
     )
     deadline = time.monotonic() + 20
@@ -82,14 +83,25 @@ def start(app: str, workers: int, pythonpath: str) -> tuple[subprocess.Popen[byt
     raise SystemExit(f"{app} did not start")
 
 
+def server_pids(process: subprocess.Popen[bytes]) -> list[int]:
+    """The gunicorn master and its workers."""
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    return [process.pid, *(int(pid) for pid in children.read_text().split())] if children.exists() else [process.pid]
+
+
+def cpu_seconds(process: subprocess.Popen[bytes]) -> float:
+    """User plus system CPU time the server has used so far, from /proc."""
+    ticks = 0
+    for pid in server_pids(process):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kib(process: subprocess.Popen[bytes]) -> int:
     """Resident memory of the master and its workers, from /proc."""
     total = 0
-    pids = [process.pid]
-    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
-    if children.exists():
-        pids += [int(pid) for pid in children.read_text().split()]
-    for pid in pids:
+    for pid in server_pids(process):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1])
@@ -123,12 +135,13 @@ def load(port: int, path: str, body: bytes, requests: int, clients: int) -> list
     return latencies
 
 
-def summary(latencies: list[float], elapsed: float) -> dict[str, float]:
+def summary(latencies: list[float], elapsed: float, cpu: float) -> dict[str, float]:
     ordered = sorted(latencies)
     return {
         "p50_ms": ordered[len(ordered) // 2] * 1000,
         "p99_ms": ordered[int(len(ordered) * 0.99)] * 1000,
         "rps": len(ordered) / elapsed,
+        "cpu_us": cpu / len(ordered) * 1e6,
     }
 
 
@@ -141,26 +154,28 @@ def main() -> None:
 
     bare_dir = tempfile.mkdtemp()
     Path(bare_dir, "bare_app.py").write_text(BARE_APP)
+    workers = ["--workers", str(args.workers)]
     servers = {
-        "bare": start("bare_app:create_app()", args.workers, bare_dir),
-        "hook": start("hooks.app:create_app()", args.workers, str(REPO)),
+        "bare": start(["gunicorn", "--worker-class", "sync", "--log-level", "warning", *workers,
+                       "bare_app:create_app()"], bare_dir),
+        "hook": start(["hooks.cli", "serve", *workers], str(REPO)),
     }
     try:
-        print(f"{'case':55} {'server':5} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'cost':>7}")
+        print(f"{'case':55} {'server':5} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'CPU us/req':>10} {'cost':>7}")
         for case in CASES:
             body = (REPO / "tests" / "fixtures" / f"{case}.request.json").read_bytes()
             hook = case.split("/")[0]
             results = {}
-            for name, (_, port) in servers.items():
+            for name, (process, port) in servers.items():
                 load(port, f"/{hook}", body, args.clients * 20, args.clients)
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), cpu_seconds(process)
                 latencies = load(port, f"/{hook}", body, args.requests, args.clients)
-                results[name] = summary(latencies, time.perf_counter() - started)
-            cost = results["bare"]["rps"] / results["hook"]["rps"] - 1
+                results[name] = summary(latencies, time.perf_counter() - started, cpu_seconds(process) - cpu)
+            cost = results["hook"]["cpu_us"] / results["bare"]["cpu_us"] - 1
             for name, figures in results.items():
                 shown = f"{cost:+7.1%}" if name == "hook" else ""
                 print(f"{case + f' ({len(body) // 1024} KiB)':55} {name:5} {figures['p50_ms']:8.2f} "
-                      f"{figures['p99_ms']:8.2f} {figures['rps']:8.0f} {shown:>7}")
+                      f"{figures['p99_ms']:8.2f} {figures['rps']:8.0f} {figures['cpu_us']:10.0f} {shown:>7}")
         for name, (process, _) in servers.items():
             print(f"resident memory, {name}: {rss_kib(process) / 1024:.1f} MiB (master + {args.workers} workers)")
     finally:

@@ -7,6 +7,7 @@ process with one clear line instead of a crash loop of workers.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import multiprocessing
 import os
@@ -76,6 +77,9 @@ def _tls_files() -> dict[str, str]:
 
 
 def _serve(bind: str, workers: int, settings: Settings) -> int:
+    """Run gunicorn in this process. Each worker freezes what it loaded at start out of
+    the garbage collector's sight: requests allocate large JSON trees, and collections
+    that rescan Flask's own objects every time would cost more than the decision."""
     host, _, port = bind.rpartition(":")
     if not host or not port.isdigit():
         raise ConfigError(f"HOOK_BIND/--bind={bind!r} must look like 127.0.0.1:8080")
@@ -110,7 +114,9 @@ def _serve(bind: str, workers: int, settings: Settings) -> int:
                 self.cfg.set("control_socket_disable", True)
 
         def load(self) -> Any:
-            return create_app(settings)
+            app = create_app(settings)
+            gc.freeze()
+            return app
 
     HookServer().run()
     return 0

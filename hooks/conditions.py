@@ -39,7 +39,8 @@ class Condition:
 
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with whole seconds, as the API server prints metav1.Time."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    utc = moment.astimezone(timezone.utc)
+    return f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}Z"
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -99,29 +99,34 @@ def read_model(parent: dict[str, Any]) -> Model:
     )
 
 
-def object_group(request: dict[str, Any], section: str, type_key: str, *, required: bool) -> list[dict[str, Any]]:
-    """The objects of one type in ``children`` or ``related``, sorted by namespace and name.
+def require_group(request: dict[str, Any], section: str, type_key: str) -> dict[str, Any]:
+    """The map of one object type, which must be present.
 
-    ``required`` types must be present as a map: Metacontroller always sends every declared
-    child type and every type a customize rule asked for, so a missing one means the
-    CompositeController is not wired as this hook needs, and answering anyway could delete
-    children or misjudge storage.
+    Metacontroller always sends every declared child type and every type a customize rule
+    asked for, so a missing one means the CompositeController is not wired as this hook
+    needs, and answering anyway could delete children or misjudge storage.
     """
     groups = request.get(section)
-    if groups is None and not required:
-        return []
     if not isinstance(groups, dict):
         raise BadRequest(f"request '{section}' must be an object keyed by type")
     group = groups.get(type_key)
     if group is None:
-        if required:
-            raise BadRequest(
-                f"request '{section}' has no {type_key!r} map; check the CompositeController's "
-                + ("childResources" if section == "children" else "customize hook")
-            )
-        return []
+        raise BadRequest(
+            f"request '{section}' has no {type_key!r} map; check the CompositeController's "
+            + ("childResources" if section == "children" else "customize hook")
+        )
     if not isinstance(group, dict):
         raise BadRequest(f"request '{section}.{type_key}' must be an object keyed by name")
+    return group
+
+
+def object_group(request: dict[str, Any], section: str, type_key: str, *, required: bool) -> list[dict[str, Any]]:
+    """The objects of one type in ``children`` or ``related``, sorted by namespace and name;
+    a type that is not ``required`` may be absent."""
+    groups = request.get(section)
+    if not required and (groups is None or (isinstance(groups, dict) and type_key not in groups)):
+        return []
+    group = require_group(request, section, type_key)
     found = []
     for item in group.values():
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):

@@ -31,6 +31,7 @@ from hooks.observed import (
     object_group,
     read_model,
     read_request,
+    require_group,
 )
 from hooks.pvc import FAILED, IN_TRANSIT, STORAGE_READY, judge_pvc
 from hooks.settings import Settings
@@ -89,7 +90,7 @@ def _pvc_flow(
 ) -> Decision:
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
     for type_key in (SERVICE_ACCOUNTS, *access_types):
-        object_group(request, "children", type_key, required=True)
+        require_group(request, "children", type_key)
     observed_jobs = object_group(request, "children", JOBS, required=True)
 
     status: dict[str, Any] = {}
