@@ -80,7 +80,7 @@ def start(command: list[str], pythonpath: str) -> tuple[subprocess.Popen[bytes],
         except OSError:
             time.sleep(0.1)
     process.kill()
-    raise SystemExit(f"{app} did not start")
+    raise SystemExit(f"{' '.join(command)} did not start")
 
 
 def server_pids(process: subprocess.Popen[bytes]) -> list[int]:
