@@ -72,8 +72,9 @@ def read_model(parent: dict[str, Any]) -> Model:
     """Identify the parent; refuse kinds and shapes this hook does not serve."""
     kind = parent.get("kind")
     if kind not in (BASE_MODEL, CLUSTER_BASE_MODEL) or parent.get("apiVersion") != API_VERSION:
+        api = parent.get("apiVersion") or "no apiVersion"
         raise BadRequest(
-            f"parent is {parent.get('apiVersion')!r} {kind!r}; this hook serves "
+            f"parent kind {kind!r} ({api}) is not served; this hook serves "
             f"{API_VERSION} {BASE_MODEL} and {CLUSTER_BASE_MODEL}"
         )
     metadata = parent.get("metadata")
