@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CASES = [
     "sync/basemodel-job-running-v1-keys",
-    "sync/basemodel-pvc-bound-creates-job",
+    "sync/basemodel-rbac-ready-creates-job",
     "sync/basemodel-job-failed-backoff-waiting-retry",
     "sync/basemodel-hf-hundreds-of-nodes",
     "customize/basemodel-pvc",

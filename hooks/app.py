@@ -21,7 +21,8 @@ from hooks.auth import auth_scheme, authorized
 from hooks.metrics import CONTENT_TYPE, Metrics
 from hooks.observed import BadRequest, field
 from hooks.settings import Settings
-from hooks.sync import Decision, customize, sync
+from hooks.customize import customize
+from hooks.sync import Decision, sync
 
 Clock = Callable[[], datetime]
 HOOKS = ("sync", "customize", "finalize")

@@ -12,18 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
-from hooks.metadata_job import (
-    ATTEMPT_LABEL,
-    FAILED,
-    RUNNING,
-    SUCCEEDED,
-    JobOutcome,
-    build_access,
-    build_job,
-    job_name,
-    read_outcome,
-    termination_message,
-)
+from hooks.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
+from hooks.metadata_job import ATTEMPT_LABEL, as_built, build_access, build_job, job_name
 from hooks.observed import Model, text
 from hooks.settings import Settings
 from hooks.storage_uri import PVCLocation
@@ -46,6 +36,7 @@ class Record:
     message: str = ""
 
     def render(self) -> dict[str, Any]:
+        """The status form; optional fields appear only when they say something."""
         rendered: dict[str, Any] = {
             "storageUri": self.storage_uri,
             "attempts": self.attempts,
@@ -70,6 +61,7 @@ class Extraction:
 
 
 def metadata_present(spec: dict[str, Any]) -> bool:
+    """The contract's test: without these three the model cannot be scheduled sensibly."""
     return all(isinstance(spec.get(key), str) and spec[key] for key in METADATA_FIELDS)
 
 
@@ -114,77 +106,100 @@ def plan_extraction(
     location: PVCLocation,
     storage_ready: bool,
     observed_jobs: list[dict[str, Any]],
+    observed_access: set[tuple[str, str | None, str]],
     pods: list[dict[str, Any]],
     settings: Settings,
     now: datetime,
     may_start: bool = True,
 ) -> Extraction:
-    """From the observed Jobs and the record, choose the Jobs to return and the condition.
+    """From the observed Jobs and the record, choose the children to return and the condition.
 
-    ``may_start`` is False while the model is being deleted: no new attempt then."""
+    ``observed_access`` holds (kind, namespace, name) of the observed ServiceAccounts and
+    RBAC objects: a new Job is created only once its own are there, so its pod never
+    starts without the permission to write the model. ``may_start`` is False while the
+    model is being deleted."""
     record = read_record(model)
     jobs = current_jobs(model, observed_jobs)
     outcome: JobOutcome | None = None
 
     if jobs and max(jobs) >= record.attempts:
         attempt = max(jobs)
-        job = jobs[attempt]
-        outcome = read_outcome(job)
-        record = _observe(record, attempt, job, outcome, termination_message(job, pods), now)
-    elif record.result in (PENDING, RUNNING) and record.attempts not in jobs:
-        if record.result == RUNNING:
-            record = replace(
-                record,
-                result=FAILED,
-                failed_at=format_time(now),
-                message=f"Job {location.namespace}/{record.job_name} disappeared before it finished (deleted by hand?)",
-            )
-        else:
-            jobs[record.attempts] = {}
+        outcome = read_outcome(jobs[attempt])
+        record = _observe(record, attempt, jobs[attempt], outcome, pods, now)
+    elif record.result == RUNNING:
+        record = replace(
+            record,
+            result=FAILED,
+            failed_at=format_time(now),
+            message=f"Job {location.namespace}/{record.job_name} disappeared before it finished (deleted by hand?)",
+        )
 
+    wanted = may_start and storage_ready and not metadata_present(model.spec)
     resync_after: float | None = None
-    wanted = may_start and storage_ready and not metadata_present(model.spec) and record.result != SUCCEEDED
     if wanted and record.result in ("", FAILED) and record.attempts < settings.max_attempts:
         start = _next_start(record, settings)
         if start is None or now >= start:
-            attempt = record.attempts + 1
-            name = job_name(model, model.storage_uri, attempt)
+            name = job_name(model, model.storage_uri, record.attempts + 1)
             record = replace(
                 record,
-                attempts=attempt,
+                attempts=record.attempts + 1,
                 job_name=name,
                 result=PENDING,
                 failed_at="",
                 message=f"Job {location.namespace}/{name} requested",
             )
-            jobs[attempt] = {}
             outcome = None
         else:
             resync_after = max((start - now).total_seconds(), 1.0)
 
-    built = [build_job(model, location, model.storage_uri, attempt, settings) for attempt in sorted(jobs)]
-    children = built + build_access(model, location.namespace) if built else []
-    condition = _condition(model, location, storage_ready, record, outcome, settings, may_start)
+    access = build_access(model, location.namespace)
+    access_ready = all(
+        (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) in observed_access
+        for item in access
+    )
+    returned = [
+        as_built(job, build_job(model, location, model.storage_uri, attempt, settings))
+        for attempt, job in sorted(jobs.items())
+    ]
+    creating = wanted and record.result == PENDING and record.attempts not in jobs
+    if creating and access_ready:
+        returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
+    children = returned + access if returned or creating else []
+    condition = _condition(model, location, storage_ready, record, outcome, settings, may_start, access_ready)
     return Extraction(children, condition, record if record.attempts else None, resync_after)
 
 
+WAITING = "; its pod is waiting: "
+AGENT_SAID = "; ome-agent said: "
+
+
+def _after(message: str, marker: str) -> str:
+    """What a previous record message said after ``marker``, to keep it once pods are gone."""
+    return message.split(marker, 1)[1] if marker in message else ""
+
+
 def _observe(
-    record: Record, attempt: int, job: dict[str, Any], outcome: JobOutcome, agent_said: str, now: datetime
+    record: Record, attempt: int, job: dict[str, Any], outcome: JobOutcome, pods: list[dict[str, Any]], now: datetime
 ) -> Record:
-    """Fold what the newest observed Job says into the record."""
+    """Fold what the newest observed Job (and its pods) say into the record."""
     name = job["metadata"]["name"]
     where = f"{job['metadata'].get('namespace')}/{name}"
+    same_job = record.job_name == name
     if outcome.result == SUCCEEDED:
         return replace(record, attempts=attempt, job_name=name, result=SUCCEEDED, message=f"Job {where} completed")
     if outcome.result == RUNNING:
         state = "is suspended" if outcome.reason == "JobSuspended" else "is running"
-        return replace(record, attempts=attempt, job_name=name, result=RUNNING, message=f"Job {where} {state}")
-    kept = record.failed_at if record.result == FAILED and record.job_name == name else ""
+        waiting = pod_waiting(job, pods)
+        message = f"Job {where} {state}" + (f"{WAITING}{waiting}" if waiting else "")
+        return replace(record, attempts=attempt, job_name=name, result=RUNNING, message=message)
     message = f"Job {where} failed: {outcome.detail or 'no reason given'}"
-    if agent_said:
-        message += f"; ome-agent said: {agent_said}"
-    elif record.job_name == name and record.result == FAILED and "; ome-agent said: " in record.message:
-        message = record.message
+    said = agent_said(job, pods) or (_after(record.message, AGENT_SAID) if same_job else "")
+    waited = _after(record.message, WAITING) if same_job else ""
+    if said:
+        message += f"{AGENT_SAID}{said}"
+    elif waited:
+        message += f"; before that its pod was waiting: {waited}"
+    kept = record.failed_at if record.result == FAILED and same_job else ""
     return replace(
         record,
         attempts=attempt,
@@ -213,6 +228,7 @@ def _condition(
     outcome: JobOutcome | None,
     settings: Settings,
     may_start: bool,
+    access_ready: bool,
 ) -> Condition:
     """MetadataReady, from the most decisive fact first."""
     where = f"{location.namespace}/{record.job_name}"
@@ -224,34 +240,64 @@ def _condition(
     if metadata_present(model.spec):
         shown = ", ".join(f"{key}={model.spec[key]}" for key in METADATA_FIELDS)
         return Condition(METADATA_READY, TRUE, "MetadataPresent", f"spec already holds the metadata ({shown})")
-    if record.result == PENDING:
-        return Condition(METADATA_READY, FALSE, "JobPending", f"waiting for Job {where} ({of}) to be created")
     if record.result == RUNNING:
-        reason = outcome.reason if outcome else "JobRunning"
-        doing = "is suspended; resume it (spec.suspend: false) to extract" if reason == "JobSuspended" else "is extracting the metadata"
-        return Condition(METADATA_READY, FALSE, reason, f"Job {where} ({of}) {doing}")
+        return _running(record, where, of, outcome, may_start)
     if record.result == FAILED:
-        reason = outcome.reason if outcome and outcome.result == FAILED else _remembered_failure(model)
-        message = f"{of} failed at {record.failed_at}: {record.message}"
-        start = _next_start(record, settings)
-        if not may_start:
-            message += ". No further attempt: the model is being deleted"
-        elif record.attempts < settings.max_attempts and start is not None:
-            following = f"Attempt {record.attempts + 1}"
-            if storage_ready:
-                message += f". {following} starts at {format_time(start)}"
-            else:
-                message += f". {following} starts once the storage is ready, not before {format_time(start)}"
-        else:
-            message += (
-                f". No attempts left ({settings.max_attempts}); fix the model files or the PVC, then set "
-                "spec.storage.storageUri to a new value (or fill modelType, modelArchitecture and "
-                "modelParameterSize by hand) to retry at once"
-            )
-        return Condition(METADATA_READY, FALSE, reason, message)
+        return _failed(model, record, of, outcome, settings, storage_ready, may_start)
     if not storage_ready:
         return Condition(METADATA_READY, FALSE, "StorageNotReady", "waiting for the storage before reading the model's config")
-    return Condition(METADATA_READY, FALSE, "JobPending", "waiting for a metadata Job to be created")
+    if not may_start:
+        return Condition(METADATA_READY, FALSE, "JobPending", "no metadata Job: the model is being deleted")
+    if not access_ready:
+        return Condition(
+            METADATA_READY, FALSE, "JobPending", f"creating the ServiceAccount and RBAC for Job {where} ({of}) first"
+        )
+    return Condition(METADATA_READY, FALSE, "JobPending", f"waiting for Job {where} ({of}) to be created")
+
+
+def _running(record: Record, where: str, of: str, outcome: JobOutcome | None, may_start: bool) -> Condition:
+    """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
+    reason = outcome.reason if outcome else "JobRunning"
+    waiting = _after(record.message, WAITING)
+    if reason == "JobSuspended":
+        doing = "is suspended; resume it (spec.suspend: false) to extract"
+    elif waiting:
+        doing = f"has not started{WAITING}{waiting}"
+    else:
+        doing = "is extracting the metadata"
+    deleting = "; it is deleted with the model" if not may_start else ""
+    return Condition(METADATA_READY, FALSE, reason, f"Job {where} ({of}) {doing}{deleting}")
+
+
+def _failed(
+    model: Model,
+    record: Record,
+    of: str,
+    outcome: JobOutcome | None,
+    settings: Settings,
+    storage_ready: bool,
+    may_start: bool,
+) -> Condition:
+    """A failed attempt: what failed, and when the next one starts or how to retry."""
+    reason = outcome.reason if outcome and outcome.result == FAILED else _remembered_failure(model)
+    message = f"{of} failed at {record.failed_at}: {record.message}"
+    start = _next_start(record, settings)
+    if not may_start:
+        message += ". No further attempt: the model is being deleted"
+    elif record.attempts < settings.max_attempts and start is not None:
+        following = f"Attempt {record.attempts + 1}"
+        if storage_ready:
+            message += f". {following} starts at {format_time(start)}"
+        else:
+            message += f". {following} starts once the storage is ready, not before {format_time(start)}"
+    else:
+        message += (
+            f". No attempts left ({settings.max_attempts} failed). Fix the model files or the PVC, then "
+            "change spec.storage.storageUri to retry at once (the same location with or without a "
+            "trailing '/' counts as a new URI), or write modelType, modelArchitecture and "
+            "modelParameterSize into the spec yourself"
+        )
+    return Condition(METADATA_READY, FALSE, reason, message)
 
 
 def _remembered_failure(model: Model) -> str:

@@ -1,4 +1,4 @@
-"""Build the metadata Job and its access objects, and read what an observed Job says.
+"""Build the metadata Job and the ServiceAccount and RBAC it runs with.
 
 Metacontroller's default ``OnDelete`` strategy never updates an existing child, so every
 name here is derived from everything its content depends on: one name, one content.
@@ -7,28 +7,25 @@ name here is derived from everything its content depends on: one name, one conte
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any
 
-from hooks.conditions import format_time, parse_time
-from hooks.observed import API_GROUP, Model, field
+from hooks.job_outcome import CONTAINER
+from hooks.observed import API_GROUP, Model
 from hooks.settings import Settings
 from hooks.storage_uri import PVCLocation
 
-CONTAINER = "model-metadata"
 VOLUME = "model"
 MANAGED_BY = "ome-basemodel-hook"
 APP_NAME = "ome-model-metadata"
 
 ATTEMPT_LABEL = "ome.io/metadata-attempt"
 STORAGE_URI_ANNOTATION = "ome.io/storage-uri"
-JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 
 RBAC_API = "rbac.authorization.k8s.io"
-TERMINATION_MESSAGE_LIMIT = 1024
 
 
 def _digest(*parts: str) -> str:
+    """A stable fingerprint of name parts, for names that must change with them."""
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
@@ -38,6 +35,7 @@ def _stem(name: str, limit: int) -> str:
 
 
 def _identity(model: Model) -> tuple[str, str, str]:
+    """What tells one model from every other, BaseModel and ClusterBaseModel alike."""
     return (model.kind, model.namespace or "", model.name)
 
 
@@ -203,75 +201,15 @@ def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def pod_rule(model: Model, namespace: str) -> dict[str, Any]:
-    """The customize rule for the model's Job pods, whose termination messages explain failures."""
-    return {
-        "apiVersion": "v1",
-        "resource": "pods",
-        "namespace": namespace,
-        "labelSelector": {"matchLabels": model_labels(model)},
-    }
+def as_built(observed: Any, built: Any) -> Any:
+    """The observed child reduced to the fields this hook builds.
 
-
-SUCCEEDED = "Succeeded"
-RUNNING = "Running"
-FAILED = "Failed"
-
-
-@dataclass(frozen=True)
-class JobOutcome:
-    """What one observed Job says: its result, the condition reason to report, and details."""
-
-    result: str
-    reason: str
-    detail: str = ""
-    failed_at: str | None = None
-
-
-def read_outcome(job: dict[str, Any]) -> JobOutcome:
-    """Map a Job's conditions onto the MetadataReady reasons of the contract."""
-    status = field(job, "status")
-    spec = field(job, "spec")
-    true = {
-        item["type"]: item
-        for item in status.get("conditions") or []
-        if isinstance(item, dict) and item.get("status") == "True" and isinstance(item.get("type"), str)
-    }
-    if "Complete" in true:
-        return JobOutcome(SUCCEEDED, "MetadataExtracted")
-    failure = true.get("FailureTarget") or true.get("Failed")
-    if failure is not None:
-        first = parse_time(failure.get("lastTransitionTime"))
-        reason = "JobDeadlineExceeded" if failure.get("reason") == "DeadlineExceeded" else "JobFailed"
-        detail = ": ".join(str(part) for part in (failure.get("reason"), failure.get("message")) if part)
-        return JobOutcome(FAILED, reason, detail, format_time(first) if first else None)
-    if spec.get("suspend") is True or "Suspended" in true:
-        return JobOutcome(RUNNING, "JobSuspended")
-    return JobOutcome(RUNNING, "JobRunning")
-
-
-def termination_message(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
-    """The agent's last words from the Job's most recently finished pod, if the pods were sent."""
-    name = job["metadata"]["name"]
-    namespace = job["metadata"].get("namespace")
-    finished: list[tuple[str, str, str]] = []
-    for pod in pods:
-        metadata = pod["metadata"]
-        labels = field(metadata, "labels")
-        if metadata.get("namespace") != namespace or all(labels.get(key) != name for key in JOB_NAME_LABELS):
-            continue
-        status = field(pod, "status")
-        for container in status.get("containerStatuses") or []:
-            if not isinstance(container, dict) or container.get("name") != CONTAINER:
-                continue
-            for state_key in ("state", "lastState"):
-                state = container.get(state_key)
-                terminated = state.get("terminated") if isinstance(state, dict) else None
-                if isinstance(terminated, dict) and isinstance(terminated.get("message"), str):
-                    text = terminated["message"].strip()
-                    if text:
-                        finished.append((str(terminated.get("finishedAt") or ""), metadata["name"], text))
-    if not finished:
-        return ""
-    text = max(finished)[2]
-    return text if len(text) <= TERMINATION_MESSAGE_LIMIT else "…" + text[-TERMINATION_MESSAGE_LIMIT:]
+    An existing Job is returned exactly as it was built for its attempt, even after the
+    settings changed: its own values are kept wherever the fresh build has a field, and
+    what the API server added (defaults, status, bookkeeping labels) is left out."""
+    if isinstance(built, dict):
+        source = observed if isinstance(observed, dict) else {}
+        return {key: as_built(source.get(key, value), value) for key, value in built.items()}
+    if isinstance(built, list) and isinstance(observed, list) and len(observed) == len(built):
+        return [as_built(item, shape) for item, shape in zip(observed, built)]
+    return observed if type(observed) is type(built) else built

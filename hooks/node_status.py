@@ -15,15 +15,15 @@ from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition
 from hooks.observed import Model, field
+from hooks.states import FAILED, IN_TRANSIT, READY
 
 STATUS_LABEL = "models.ome/basemodel-status"
 MAX_KEY_LENGTH = 253
 SHOWN_NODES = 10
 
-READY = "Ready"
-FAILED = "Failed"
-IN_TRANSIT = "In_Transit"
-DELETED = "Deleted"
+ENTRY_READY = "Ready"
+ENTRY_FAILED = "Failed"
+ENTRY_DELETED = "Deleted"
 
 
 def truncate_with_hash(text: str, limit: int) -> str:
@@ -102,11 +102,11 @@ def read_node_report(
         if node not in live or key not in data:
             continue
         status = _entry_status(data[key])
-        if status != DELETED:
+        if status != ENTRY_DELETED:
             holding.add(node)
-        if status == READY:
+        if status == ENTRY_READY:
             ready.add(node)
-        elif status == FAILED:
+        elif status == ENTRY_FAILED:
             failed.add(node)
     return NodeReport(tuple(sorted(ready)), tuple(sorted(failed)), tuple(sorted(holding)))
 

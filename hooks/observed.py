@@ -54,10 +54,6 @@ class Model:
         """The plural resource name, for RBAC rules and related-object rules."""
         return "clusterbasemodels" if self.cluster_scoped else "basemodels"
 
-    @property
-    def display(self) -> str:
-        return self.name if self.namespace is None else f"{self.namespace}/{self.name}"
-
 
 def read_request(body: Any) -> dict[str, Any]:
     """Check the envelope every hook shares: a JSON object with a ``parent`` object."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition
 from hooks.observed import field
+from hooks.states import FAILED, IN_TRANSIT
 from hooks.storage_uri import PVCLocation
 
 STORAGE_READY = "StorageReady"
@@ -16,8 +17,6 @@ PVC_NOT_FOUND = "PVCNotFound"
 PVC_NOT_BOUND = "PVCNotBound"
 PVC_TERMINATING = "PVCTerminating"
 
-IN_TRANSIT = "In_Transit"
-FAILED = "Failed"
 
 
 @dataclass(frozen=True)

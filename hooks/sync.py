@@ -14,7 +14,6 @@ from typing import Any
 from hooks import node_status
 from hooks.conditions import FALSE, TRUE, Condition, stamp
 from hooks.extraction import FAILURE_REASONS, plan_extraction
-from hooks.metadata_job import pod_rule
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -31,14 +30,11 @@ from hooks.observed import (
     object_group,
     read_model,
     read_request,
-    require_group,
 )
-from hooks.pvc import FAILED, IN_TRANSIT, STORAGE_READY, judge_pvc
+from hooks.pvc import STORAGE_READY, judge_pvc
 from hooks.settings import Settings
+from hooks.states import FAILED, IN_TRANSIT, READY
 from hooks.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
-
-READY = "Ready"
-
 
 @dataclass(frozen=True)
 class Decision:
@@ -50,29 +46,6 @@ class Decision:
     state: str
     reason: str
     job: str = ""
-
-
-def customize(body: Any, settings: Settings) -> dict[str, Any]:
-    """Ask only for what the model's flow reads. Metacontroller caches this per parent
-    generation, so the rules depend on the spec alone."""
-    model = read_model(read_request(body)["parent"])
-    if not is_pvc_uri(model.storage_uri):
-        return {"relatedResources": node_status.customize_rules(settings.ome_namespace)}
-    try:
-        location = parse_pvc_uri(model.storage_uri, model.namespace)
-    except StorageURIError:
-        return {"relatedResources": []}
-    return {
-        "relatedResources": [
-            {
-                "apiVersion": "v1",
-                "resource": "persistentvolumeclaims",
-                "namespace": location.namespace,
-                "names": [location.pvc_name],
-            },
-            pod_rule(model, location.namespace),
-        ]
-    }
 
 
 def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False) -> Decision:
@@ -89,8 +62,11 @@ def _pvc_flow(
     request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
 ) -> Decision:
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
-    for type_key in (SERVICE_ACCOUNTS, *access_types):
-        require_group(request, "children", type_key)
+    observed_access = {
+        (type_key.split(".", 1)[0], item["metadata"].get("namespace"), item["metadata"]["name"])
+        for type_key in (SERVICE_ACCOUNTS, *access_types)
+        for item in object_group(request, "children", type_key, required=True)
+    }
     observed_jobs = object_group(request, "children", JOBS, required=True)
 
     status: dict[str, Any] = {}
@@ -112,6 +88,7 @@ def _pvc_flow(
             location,
             verdict.condition.is_true,
             observed_jobs,
+            observed_access,
             object_group(request, "related", PODS, required=False),
             settings,
             now,

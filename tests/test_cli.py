@@ -130,7 +130,7 @@ def test_bad_configuration_stops_serve_naming_the_variable() -> None:
 
 
 def test_replay_prints_the_golden_answer_at_the_fixture_clock() -> None:
-    request_file = golden.FIXTURES / "sync" / "basemodel-pvc-bound-creates-job.request.json"
+    request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
     result = subprocess.run(
         [str(SCRIPT), "replay", str(request_file), "--now", "2026-11-30T12:00:00Z"],
         capture_output=True,

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from hooks.metadata_job import build_access, build_job, job_name, label_value, model_labels, read_outcome, service_account_name
+from hooks.job_outcome import read_outcome
+from hooks.metadata_job import build_access, build_job, job_name, label_value, model_labels, service_account_name
 from hooks.observed import Model
 from hooks.settings import Settings
 from hooks.storage_uri import PVCLocation

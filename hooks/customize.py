@@ -1,0 +1,45 @@
+"""The customize hook: which related objects Metacontroller should send with each sync.
+
+Metacontroller caches this answer per parent generation, so the rules depend on the spec
+alone. A model asks only for what its flow reads: a PVC model never sees the nodes'
+ConfigMaps (OME's watch "filtered to exclude PVC models"), a node-flow model never sees
+a PVC.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hooks import node_status
+from hooks.metadata_job import model_labels
+from hooks.observed import read_model, read_request
+from hooks.settings import Settings
+from hooks.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+
+
+def customize(body: Any, settings: Settings) -> dict[str, Any]:
+    """The PVC by name and the model's Job pods (whose messages explain failures), or the
+    node flow's ConfigMaps and Nodes; nothing for a URI that does not parse."""
+    model = read_model(read_request(body)["parent"])
+    if not is_pvc_uri(model.storage_uri):
+        return {"relatedResources": node_status.customize_rules(settings.ome_namespace)}
+    try:
+        location = parse_pvc_uri(model.storage_uri, model.namespace)
+    except StorageURIError:
+        return {"relatedResources": []}
+    return {
+        "relatedResources": [
+            {
+                "apiVersion": "v1",
+                "resource": "persistentvolumeclaims",
+                "namespace": location.namespace,
+                "names": [location.pvc_name],
+            },
+            {
+                "apiVersion": "v1",
+                "resource": "pods",
+                "namespace": location.namespace,
+                "labelSelector": {"matchLabels": model_labels(model)},
+            },
+        ]
+    }

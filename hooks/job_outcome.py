@@ -1,0 +1,123 @@
+"""Read what an observed metadata Job, and the pods the customize hook fetched, say.
+
+A Job's own conditions tell whether it finished; only its pods tell why a run fails or
+never starts (an image that cannot be pulled, a pod that cannot be scheduled, the
+agent's own error), and that is what a person needs in the status.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from hooks.conditions import format_time, parse_time
+from hooks.observed import field, text
+
+SUCCEEDED = "Succeeded"
+RUNNING = "Running"
+FAILED = "Failed"
+
+CONTAINER = "model-metadata"
+JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
+MESSAGE_LIMIT = 1024
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """One Job's result, the MetadataReady reason it implies, and the details to quote."""
+
+    result: str
+    reason: str
+    detail: str = ""
+    failed_at: str | None = None
+
+
+def read_outcome(job: dict[str, Any]) -> JobOutcome:
+    """Map a Job's conditions onto the contract's reasons; a decided failure
+    (``FailureTarget``) counts as failed while its pods are still terminating."""
+    true = {
+        text(item, "type"): item
+        for item in field(job, "status").get("conditions") or []
+        if text(item, "status") == "True"
+    }
+    if "Complete" in true:
+        return JobOutcome(SUCCEEDED, "MetadataExtracted")
+    failure = true.get("FailureTarget") or true.get("Failed")
+    if failure is not None:
+        first = parse_time(failure.get("lastTransitionTime"))
+        reason = "JobDeadlineExceeded" if text(failure, "reason") == "DeadlineExceeded" else "JobFailed"
+        detail = ": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part)
+        return JobOutcome(FAILED, reason, detail, format_time(first) if first else None)
+    if field(job, "spec").get("suspend") is True or "Suspended" in true:
+        return JobOutcome(RUNNING, "JobSuspended")
+    return JobOutcome(RUNNING, "JobRunning")
+
+
+def _pods_of(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    name, namespace = job["metadata"]["name"], job["metadata"].get("namespace")
+    return [
+        pod
+        for pod in pods
+        if pod["metadata"].get("namespace") == namespace
+        and any(field(pod["metadata"], "labels").get(key) == name for key in JOB_NAME_LABELS)
+    ]
+
+
+def _agent_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        status
+        for status in field(pod, "status").get("containerStatuses") or []
+        if text(status, "name") == CONTAINER
+    ]
+
+
+def agent_said(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
+    """The agent's last error from the Job's most recently finished pod.
+
+    With ``FallbackToLogsOnError`` the termination message is the log's tail; its last
+    ERROR line is the one that says what went wrong."""
+    finished: list[tuple[str, str, str]] = []
+    for pod in _pods_of(job, pods):
+        for status in _agent_statuses(pod):
+            for state_key in ("state", "lastState"):
+                terminated = field(field(status, state_key), "terminated")
+                message = text(terminated, "message").strip()
+                if message:
+                    finished.append((text(terminated, "finishedAt"), pod["metadata"]["name"], message))
+    if not finished:
+        return ""
+    lines = [line.strip() for line in max(finished)[2].splitlines() if line.strip()]
+    errors = [line for line in lines if "ERROR" in line or "error" in line.lower()]
+    chosen = _plain((errors or lines)[-1])
+    return chosen if len(chosen) <= MESSAGE_LIMIT else chosen[:MESSAGE_LIMIT] + "…"
+
+
+def _plain(line: str) -> str:
+    """A zap console log line (time, level, caller, message, JSON fields) as "message: error"."""
+    parts = line.split("\t")
+    if len(parts) < 4:
+        return line
+    message = parts[3].strip()
+    try:
+        fields = json.loads(parts[4]) if len(parts) > 4 else {}
+    except ValueError:
+        fields = {}
+    error = fields.get("error") if isinstance(fields, dict) else None
+    return f"{message}: {error}" if isinstance(error, str) and error else message
+
+
+def pod_waiting(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
+    """Why a running Job's pod has not started its work yet, if it says so."""
+    reasons = []
+    for pod in _pods_of(job, pods):
+        for status in _agent_statuses(pod):
+            waiting = field(field(status, "state"), "waiting")
+            reason = text(waiting, "reason")
+            if reason and reason != "ContainerCreating":
+                reasons.append(": ".join(part for part in (reason, text(waiting, "message")) if part))
+        for condition in field(pod, "status").get("conditions") or []:
+            if text(condition, "type") == "PodScheduled" and text(condition, "status") == "False":
+                reasons.append(": ".join(part for part in (text(condition, "reason"), text(condition, "message")) if part))
+    shown = "; ".join(sorted(set(reasons)))
+    return shown if len(shown) <= MESSAGE_LIMIT else shown[:MESSAGE_LIMIT] + "…"

@@ -1,0 +1,134 @@
+"""Decisions about the metadata Job that the golden files do not isolate."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+from typing import Any
+
+from hooks.job_outcome import agent_said, pod_waiting
+from hooks.settings import Settings
+from hooks.sync import sync
+from tests import golden
+from tests.simulated_metacontroller import apply
+
+NOW = golden.FIXTURE_NOW
+SETTINGS = Settings()
+
+
+def rbac_ready() -> dict[str, Any]:
+    """A Bound PVC whose ServiceAccount, Role and RoleBinding exist: the Job is due."""
+    return golden.load(golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json")
+
+
+def kinds(response: dict[str, Any]) -> list[str]:
+    return [child["kind"] for child in response["children"]]
+
+
+def condition(response: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next(item for item in response["status"]["conditions"] if item["type"] == kind)
+
+
+def test_requested_job_is_not_created_once_the_pvc_is_gone() -> None:
+    request = rbac_ready()
+    request["related"]["PersistentVolumeClaim.v1"] = {}
+    response = sync(request, SETTINGS, NOW).response
+    assert "Job" not in kinds(response)
+    assert condition(response, "MetadataReady")["reason"] == "StorageNotReady"
+    assert response["status"]["state"] == "Failed"
+
+
+def test_requested_job_is_not_created_once_the_metadata_is_in_the_spec() -> None:
+    request = rbac_ready()
+    request["parent"]["spec"].update(modelType="llama", modelArchitecture="LlamaForCausalLM", modelParameterSize="8.03B")
+    response = sync(request, SETTINGS, NOW).response
+    assert response["children"] == []
+    assert response["status"]["state"] == "Ready"
+    assert condition(response, "MetadataReady")["reason"] == "MetadataPresent"
+
+
+def test_job_waits_for_its_service_account_and_rbac() -> None:
+    request = rbac_ready()
+    request["children"]["RoleBinding.rbac.authorization.k8s.io/v1"] = {}
+    response = sync(request, SETTINGS, NOW).response
+    assert kinds(response) == ["ServiceAccount", "Role", "RoleBinding"]
+    assert "RBAC" in condition(response, "MetadataReady")["message"]
+
+
+def running(request: dict[str, Any]) -> dict[str, Any]:
+    """The request after Metacontroller created the Job and its controller started it."""
+    response = sync(request, SETTINGS, NOW).response
+    return apply(request, response, NOW)
+
+
+def test_existing_job_is_returned_as_built_after_the_settings_change() -> None:
+    following = running(rbac_ready())
+    [observed] = following["children"]["Job.batch/v1"].values()
+    changed = Settings(agent_image="registry.example.com/ome-agent:v9", memory_limit="2Gi", active_deadline_seconds=900)
+    [job] = [child for child in sync(following, changed, NOW).response["children"] if child["kind"] == "Job"]
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == observed["spec"]["template"]["spec"]["containers"][0]["image"] != changed.agent_image
+    assert container["resources"]["limits"]["memory"] == "512Mi"
+    assert job["spec"]["activeDeadlineSeconds"] == 300
+    assert "controller-uid" not in job["metadata"]["labels"] and "status" not in job
+
+
+def waiting_pod(job: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{job['metadata']['name']}-x7k2p",
+            "namespace": job["metadata"]["namespace"],
+            "labels": {"batch.kubernetes.io/job-name": job["metadata"]["name"], "job-name": job["metadata"]["name"]},
+        },
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "model-metadata",
+                    "ready": False,
+                    "restartCount": 0,
+                    "image": "ghcr.io/moirai-internal/ome-agent:v0.1.5",
+                    "imageID": "",
+                    "state": {"waiting": {"reason": "ImagePullBackOff", "message": 'Back-off pulling image "ghcr.io/moirai-internal/ome-agent:v0.1.5"'}},
+                }
+            ],
+        },
+    }
+
+
+def test_running_job_whose_pod_cannot_start_says_why_and_the_failure_remembers_it() -> None:
+    request = running(rbac_ready())
+    [job] = request["children"]["Job.batch/v1"].values()
+    request["related"]["Pod.v1"] = {"models/pod": waiting_pod(job)}
+    response = sync(request, SETTINGS, NOW).response
+    ready = condition(response, "MetadataReady")
+    assert ready["reason"] == "JobRunning" and "ImagePullBackOff" in ready["message"]
+
+    later = NOW + timedelta(seconds=301)
+    request = apply(request, response, later)
+    [job] = request["children"]["Job.batch/v1"].values()
+    job["status"]["conditions"] = [
+        {"type": "FailureTarget", "status": "True", "reason": "DeadlineExceeded",
+         "message": "Job was active longer than specified deadline", "lastTransitionTime": "2026-11-30T12:05:01Z"}
+    ]
+    request["related"]["Pod.v1"] = {}
+    failed = condition(sync(request, SETTINGS, later).response, "MetadataReady")
+    assert failed["reason"] == "JobDeadlineExceeded"
+    assert "before that its pod was waiting: ImagePullBackOff" in failed["message"]
+
+
+def test_agent_error_is_quoted_as_message_and_error_not_as_a_log_tail() -> None:
+    job = {"metadata": {"name": "llama-metadata-1", "namespace": "models"}}
+    pod = copy.deepcopy(waiting_pod(job))
+    log = (
+        "2026-11-30T11:59:58.100Z\tINFO\tome-agent/main.go:62\tStarting ome-agent\t{}\n"
+        "2026-11-30T11:59:58.337Z\tERROR\tmodel-metadata/module.go:61\tFailed to extract model metadata\t"
+        '{"error": "no model config file found (tried: config.json, model_config.json, configuration.json)"}\n'
+    )
+    pod["status"]["containerStatuses"][0]["state"] = {"terminated": {"exitCode": 1, "reason": "Error", "message": log, "finishedAt": "2026-11-30T11:59:58Z"}}
+    assert agent_said(job, [pod]) == (
+        "Failed to extract model metadata: no model config file found (tried: config.json, model_config.json, configuration.json)"
+    )
+    assert pod_waiting(job, [pod]) == ""
