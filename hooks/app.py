@@ -106,8 +106,9 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
         hook = g.get("hook")
         if hook is not None:
             elapsed = g.get("elapsed") or 0.0
-            metrics.requests.labels(hook, g.get("outcome", "ok")).inc()
-            metrics.latency.labels(hook).observe(elapsed)
+            outcome = g.get("outcome", "ok")
+            metrics.requests.labels(hook, outcome).inc()
+            metrics.latency.labels(hook, outcome).observe(elapsed)
             log.info(_log_line(hook, response.status_code, elapsed))
         return response
 

@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args.bind, _workers(args.workers), settings)
         return _replay(args.file, args.hook, args.now, settings)
     except ConfigError as error:
-        print(f"basemodel-hook: configuration error: {error}", file=sys.stderr)
+        print(f"basemodel-hook: {error}", file=sys.stderr)
         return 2
 
 
@@ -131,10 +131,16 @@ def _child_exit(server: Any, worker: Any) -> None:
 
 def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -> int:
     from hooks.app import create_app
+    from hooks.conditions import parse_time
 
-    body = json.loads(file.read_text(encoding="utf-8"))
+    try:
+        body = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read a JSON request from {file}: {error}") from None
     hook = hook or (file.parent.name if file.parent.name in ("customize", "finalize") else "sync")
-    moment = datetime.fromisoformat(now.replace("Z", "+00:00")) if now else datetime.now(timezone.utc)
+    moment = parse_time(now) if now else datetime.now(timezone.utc)
+    if moment is None:
+        raise ConfigError(f"--now {now!r} is not an RFC 3339 time with an offset, such as 2026-11-30T12:00:00Z")
     app = create_app(settings, clock=lambda: moment)
     answer = app.test_client().post(f"/{hook}", json=body)
     print(json.dumps(answer.get_json(), indent=2))

@@ -28,8 +28,8 @@ class Metrics:
         )
         self.latency = Histogram(
             "basemodel_hook_request_duration_seconds",
-            "Time to answer a hook request, by hook.",
-            ["hook"],
+            "Time to answer a hook request, by hook and outcome.",
+            ["hook", "outcome"],
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )

@@ -16,6 +16,19 @@ _IMAGE = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
+_SUFFIXES = {
+    "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+}
+_AGENT_CONFIG_EXTENSIONS = (".yaml", ".yml", ".json", ".toml")
+
+
+def quantity_value(quantity: str) -> float:
+    """A Kubernetes quantity as a number, to compare a request with its limit."""
+    number = quantity.rstrip("mkMGTPEi")
+    return float(number) * _SUFFIXES.get(quantity[len(number):], 1.0)
+
+
 class ConfigError(ValueError):
     """A configuration value is unusable; the message names the variable."""
 
@@ -42,7 +55,7 @@ class Settings:
     ome_namespace: str = "ome"
     node_resync_seconds: int = 5
     finalize_resync_seconds: int = 30
-    max_request_bytes: int = 32 * 1024 * 1024
+    max_request_bytes: int = 64 * 1024 * 1024
     auth_token: str = ""
     basic_auth_username: str = ""
     basic_auth_password: str = ""
@@ -83,6 +96,21 @@ class Settings:
             raise ConfigError(
                 f"{ENV_VARIABLES['auth_token']} and {ENV_VARIABLES['basic_auth_username']} are "
                 "exclusive, as in Metacontroller's webhook settings"
+            )
+        for request, limit in (("cpu_request", "cpu_limit"), ("memory_request", "memory_limit")):
+            if quantity_value(getattr(self, request)) > quantity_value(getattr(self, limit)):
+                raise ConfigError(
+                    f"{ENV_VARIABLES[request]} ({getattr(self, request)}) is above "
+                    f"{ENV_VARIABLES[limit]} ({getattr(self, limit)}); the API server would refuse every Job"
+                )
+        if self.mount_path == "/" or self.mount_path == "/tmp" or self.mount_path.startswith("/tmp/"):
+            raise ConfigError(
+                f"{ENV_VARIABLES['mount_path']}={self.mount_path} clashes with the Job's root or its /tmp volume"
+            )
+        if not self.agent_config.endswith(_AGENT_CONFIG_EXTENSIONS):
+            raise ConfigError(
+                f"{ENV_VARIABLES['agent_config']}={self.agent_config}: ome-agent reads only "
+                f"{', '.join(_AGENT_CONFIG_EXTENSIONS)} configuration files"
             )
 
 
@@ -170,7 +198,7 @@ _PARSERS: dict[str, Callable[[str, str], object]] = {
     "run_as_user": _integer(1, 2**31 - 1),
     "run_as_group": _integer(1, 2**31 - 1),
     "active_deadline_seconds": _integer(30, 86400),
-    "ttl_seconds_after_finished": _integer(1, 30 * 86400),
+    "ttl_seconds_after_finished": _integer(60, 30 * 86400),
     "backoff_limit": _integer(1, 6),
     "cpu_request": _quantity,
     "cpu_limit": _quantity,

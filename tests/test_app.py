@@ -14,6 +14,7 @@ from flask.testing import FlaskClient
 from hooks import app as app_module
 from hooks.app import create_app
 from hooks.settings import Settings
+from tests import golden
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
 PARENT = {
@@ -28,7 +29,6 @@ CHILDREN = {
     "Role.rbac.authorization.k8s.io/v1": {},
     "RoleBinding.rbac.authorization.k8s.io/v1": {},
 }
-RUNNING_JOB = {"metadata": {"name": "llama-metadata-1", "namespace": "models"}, "status": {"active": 1}}
 
 
 def make_client(**overrides: Any) -> FlaskClient:
@@ -100,12 +100,16 @@ def test_request_missing_what_the_pvc_flow_needs_gets_400_and_keeps_children(cli
     assert message in reply.get_json()["error"]
 
 
-def test_running_job_survives_an_odd_request(client: FlaskClient) -> None:
-    """An odd request is refused rather than answered without the running Job."""
-    children = {**CHILDREN, "Job.batch/v1": {"models/llama-metadata-1": RUNNING_JOB}}
-    del children["ServiceAccount.v1"]
-    reply = client.post("/sync", json=sync_body(children=children))
+@pytest.mark.parametrize("missing", ["ServiceAccount.v1", "RoleBinding.rbac.authorization.k8s.io/v1"])
+def test_running_job_survives_a_request_without_a_child_type(client: FlaskClient, missing: str) -> None:
+    """Without a child type's map the hook cannot know what exists: it refuses rather than
+    answer a 200 that would make Metacontroller delete the running Job."""
+    request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-running-v1-keys.request.json")
+    assert client.post("/sync", json=request).status_code == 200
+    del request["children"][missing]
+    reply = client.post("/sync", json=request)
     assert reply.status_code == 400
+    assert missing in reply.get_json()["error"]
 
 
 def test_body_over_the_limit_gets_413(client: FlaskClient) -> None:
@@ -174,8 +178,21 @@ def test_metrics_count_requests_decisions_and_errors(client: FlaskClient, monkey
     assert 'basemodel_hook_requests_total{hook="sync",outcome="ok"} 1.0' in text
     assert 'basemodel_hook_requests_total{hook="sync",outcome="bad_request"} 1.0' in text
     assert 'basemodel_hook_decisions_total{flow="pvc",reason="PVCNotFound",state="Failed"} 1.0' in text
-    assert 'basemodel_hook_request_duration_seconds_count{hook="sync"} 2.0' in text
-    assert "basemodel_hook_errors_total" in text
+    assert 'basemodel_hook_request_duration_seconds_count{hook="sync",outcome="ok"} 1.0' in text
+    assert 'basemodel_hook_request_duration_seconds_count{hook="sync",outcome="bad_request"} 1.0' in text
+
+
+def test_metrics_count_unexpected_errors_by_type(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+
+    def explode(*args: Any, **kwargs: Any) -> None:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(app_module, "sync", explode)
+    client.post("/sync", json=sync_body())
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'basemodel_hook_errors_total{error="KeyError",hook="sync"} 1.0' in text
+    assert 'basemodel_hook_requests_total{hook="sync",outcome="error"} 1.0' in text
 
 
 def test_one_json_log_line_per_request_without_secrets(caplog: pytest.LogCaptureFixture) -> None:

@@ -154,3 +154,11 @@ def test_metrics_merge_every_gunicorn_worker(server: str) -> None:
     for _ in range(20):
         assert post(f"{server}/customize", body)[0] == 200
     assert customize_count(server) - before == 20
+
+
+@pytest.mark.parametrize("now", ["2026-11-30T12:00:00", "yesterday"])
+def test_replay_refuses_a_clock_without_an_offset(now: str) -> None:
+    request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
+    result = subprocess.run([str(SCRIPT), "replay", str(request_file), "--now", now], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 2
+    assert "RFC 3339" in result.stderr and "Traceback" not in result.stderr

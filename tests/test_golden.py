@@ -89,3 +89,21 @@ def test_feeding_the_answer_back_reaches_a_fixpoint(request_file: Path) -> None:
             return
         response = following
     pytest.fail(f"no fixpoint after 3 rounds; last answer: {json.dumps(response)[:2000]}")
+
+
+CUSTOMIZE_CASES = [path for path in CASES if golden.hook_of(path) == "customize"]
+
+
+@pytest.mark.parametrize("request_file", CUSTOMIZE_CASES, ids=[path.name for path in CUSTOMIZE_CASES])
+def test_related_rules_obey_metacontrollers_combination_rules(
+    request_file: Path, answers: dict[Path, tuple[int, bytes]]
+) -> None:
+    """Metacontroller fails the sync on a rule that mixes selection modes, and a ``names``
+    rule without a namespace would match that name in every namespace."""
+    allowed = {"apiVersion", "resource", "labelSelector", "namespaceSelector", "namespace", "names"}
+    for rule in json.loads(answers[request_file][1])["relatedResources"]:
+        assert set(rule) <= allowed and rule["apiVersion"] and rule["resource"]
+        assert not ("names" in rule and ({"labelSelector", "namespaceSelector"} & set(rule)))
+        assert not ("namespace" in rule and "namespaceSelector" in rule)
+        if "names" in rule:
+            assert rule.get("namespace")

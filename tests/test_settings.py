@@ -88,3 +88,24 @@ def test_secret_is_read_from_a_mounted_file(tmp_path: Path) -> None:
 def test_unreadable_secret_file_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="HOOK_AUTH_TOKEN_FILE"):
         Settings.from_env({"HOOK_AUTH_TOKEN_FILE": str(tmp_path / "missing")})
+
+
+@pytest.mark.parametrize(
+    ("environment", "variable"),
+    [
+        ({"JOB_CPU_REQUEST": "2", "JOB_CPU_LIMIT": "500m"}, "JOB_CPU_REQUEST"),
+        ({"JOB_MEMORY_REQUEST": "1Gi", "JOB_MEMORY_LIMIT": "512Mi"}, "JOB_MEMORY_REQUEST"),
+        ({"MODEL_MOUNT_PATH": "/tmp"}, "MODEL_MOUNT_PATH"),
+        ({"MODEL_MOUNT_PATH": "/"}, "MODEL_MOUNT_PATH"),
+        ({"OME_AGENT_CONFIG": "/ome-agent"}, "OME_AGENT_CONFIG"),
+        ({"JOB_TTL_SECONDS_AFTER_FINISHED": "5"}, "JOB_TTL_SECONDS_AFTER_FINISHED"),
+    ],
+)
+def test_configuration_that_would_break_every_job_is_refused(environment: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError, match=variable):
+        Settings.from_env(environment)
+
+
+def test_request_equal_to_limit_in_other_units_is_accepted() -> None:
+    settings = Settings.from_env({"JOB_CPU_REQUEST": "0.5", "JOB_CPU_LIMIT": "500m", "JOB_MEMORY_REQUEST": "1024Mi", "JOB_MEMORY_LIMIT": "1Gi"})
+    assert settings.cpu_request == "0.5"
