@@ -47,6 +47,7 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
     _configure_logging()
 
     def answer(hook: str) -> Response:
+        """One hook call; every way out is a JSON answer, and only a decision is a 200."""
         started = time.perf_counter()
         g.hook, g.outcome, g.decision, g.parent = hook, "ok", None, None
         try:
@@ -93,6 +94,7 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
+        """Werkzeug's own refusals (size limit, unknown path, wrong method) as JSON too."""
         if error.code == 413:
             g.outcome = "too_large"
             message = f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)"
@@ -103,6 +105,7 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
 
     @app.after_request
     def account(response: Response) -> Response:
+        """Count and log after the answer is built, so a failure to log cannot change it."""
         hook = g.get("hook")
         if hook is not None:
             elapsed = g.get("elapsed") or 0.0

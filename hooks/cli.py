@@ -29,6 +29,7 @@ def default_workers() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console script; exit status 2 and one line on stderr for anything misconfigured."""
     parser = argparse.ArgumentParser(prog="basemodel-hook", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -53,6 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _workers(flag: int | None) -> int:
+    """The flag wins over HOOK_WORKERS, which wins over the default."""
     raw = flag if flag is not None else os.environ.get("HOOK_WORKERS")
     if raw is None or raw == "":
         return default_workers()
@@ -130,6 +132,7 @@ def _child_exit(server: Any, worker: Any) -> None:
 
 
 def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -> int:
+    """Answer a saved request through the real app (auth aside) to see what a sync decided."""
     from hooks.app import create_app
     from hooks.conditions import parse_time
 

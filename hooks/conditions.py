@@ -29,6 +29,7 @@ class Condition:
     message: str
 
     def __post_init__(self) -> None:
+        """Upstream OME's newest CRD rejects such a condition, and the whole status with it."""
         if not REASON_PATTERN.match(self.reason) or not self.message:
             raise ValueError(f"condition {self.type}: bad reason {self.reason!r} or empty message")
 
@@ -83,6 +84,7 @@ def stamp(
 
 
 def _observed_by_type(observed: Any) -> dict[str, dict[str, Any]]:
+    """The previous conditions by type, ignoring whatever is not shaped like one."""
     if not isinstance(observed, list):
         return {}
     return {

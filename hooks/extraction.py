@@ -252,7 +252,13 @@ def _condition(
         return Condition(
             METADATA_READY, FALSE, "JobPending", f"creating the ServiceAccount and RBAC for Job {where} ({of}) first"
         )
-    return Condition(METADATA_READY, FALSE, "JobPending", f"waiting for Job {where} ({of}) to be created")
+    return Condition(
+        METADATA_READY,
+        FALSE,
+        "JobPending",
+        f"waiting for Job {where} ({of}) to be created; if it does not appear, the model's "
+        "events show why Metacontroller could not create it (SyncError)",
+    )
 
 
 def _running(record: Record, where: str, of: str, outcome: JobOutcome | None, may_start: bool) -> Condition:

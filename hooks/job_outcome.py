@@ -55,6 +55,7 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
 
 
 def _pods_of(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The related pods are every attempt's; the Job controller's label tells whose is whose."""
     name, namespace = job["metadata"]["name"], job["metadata"].get("namespace")
     return [
         pod
@@ -65,6 +66,7 @@ def _pods_of(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, 
 
 
 def _agent_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent container's statuses only, should a mutating webhook add sidecars."""
     return [
         status
         for status in field(pod, "status").get("containerStatuses") or []

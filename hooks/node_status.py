@@ -75,6 +75,7 @@ class NodeReport:
 
     @property
     def state(self) -> str:
+        """OME's rule: Ready if any node is ready, else Failed if any failed, else In_Transit."""
         if self.ready:
             return READY
         return FAILED if self.failed else IN_TRANSIT

@@ -126,6 +126,7 @@ def _facts(pvc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe(record: dict[str, Any]) -> str:
+    """Volume, size and access modes: what someone checking a mount problem asks first."""
     details = [
         f"volume {record['volumeName']}" if "volumeName" in record else "",
         record.get("capacity", ""),

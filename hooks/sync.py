@@ -61,6 +61,7 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
 def _pvc_flow(
     request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
 ) -> Decision:
+    """URI, then PVC, then the metadata Job; while finalizing, no child is kept."""
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
     observed_access = {
         (type_key.split(".", 1)[0], item["metadata"].get("namespace"), item["metadata"]["name"])
@@ -126,6 +127,7 @@ def _pvc_flow(
 
 
 def _ready(storage: Condition, metadata: Condition) -> Condition:
+    """Ready repeats the first blocker, so one condition tells a person what to fix."""
     if storage.is_true and metadata.is_true:
         return Condition(READY, TRUE, READY, f"{storage.message}; {metadata.message}")
     first = storage if not storage.is_true else metadata
@@ -135,6 +137,7 @@ def _ready(storage: Condition, metadata: Condition) -> Condition:
 def _node_flow(
     request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
 ) -> Decision:
+    """OME's status for downloaded models; never a child, so leftovers of a PVC past go."""
     report = node_status.read_node_report(
         model,
         object_group(request, "related", CONFIG_MAPS, required=True),
