@@ -162,3 +162,46 @@ def test_replay_refuses_a_clock_without_an_offset(now: str) -> None:
     result = subprocess.run([str(SCRIPT), "replay", str(request_file), "--now", now], capture_output=True, text=True, timeout=20)
     assert result.returncode == 2
     assert "RFC 3339" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_concurrent_requests_all_get_the_same_answer(server: str) -> None:
+    """A bounded burst from eight clients: every answer is a 200 and identical."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    body = (golden.FIXTURES / "customize" / "clusterbasemodel-pvc.request.json").read_bytes()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        replies = list(pool.map(lambda _: post(f"{server}/customize", body), range(160)))
+    assert {status for status, _ in replies} == {200}
+    assert len({json.dumps(answer, sort_keys=True) for _, answer in replies}) == 1
+
+
+def test_a_client_that_hangs_up_mid_body_does_not_hurt_the_server(server: str) -> None:
+    host, port = server.removeprefix("http://").split(":")
+    for _ in range(5):
+        with socket.create_connection((host, int(port)), timeout=5) as broken:
+            broken.sendall(b"POST /sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"parent\":")
+    body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
+    assert post(f"{server}/customize", body)[0] == 200
+
+
+def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str) -> None:
+    import signal
+
+    bind = server.removeprefix("http://")
+    serving = {
+        int(entry.parent.name)
+        for entry in Path("/proc").glob("[0-9]*/cmdline")
+        if entry.exists() and f"--bind\x00{bind}\x00".encode() in entry.read_bytes()
+    }
+    [master] = [pid for pid in serving if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) not in serving]
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    os.kill(int(children[0]), signal.SIGKILL)
+    body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
+    deadline = time.monotonic() + 15
+    answered = 0
+    while time.monotonic() < deadline and answered < 20:
+        try:
+            answered += post(f"{server}/customize", body)[0] == 200
+        except OSError:
+            time.sleep(0.1)
+    assert answered == 20
