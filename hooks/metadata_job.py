@@ -207,6 +207,8 @@ def as_built(observed: Any, built: Any) -> Any:
     An existing Job is returned exactly as it was built for its attempt, even after the
     settings changed: its own values are kept wherever the fresh build has a field, and
     what the API server added (defaults, status, bookkeeping labels) is left out."""
+    if observed == built:
+        return built
     if isinstance(built, dict):
         source = observed if isinstance(observed, dict) else {}
         return {key: as_built(source.get(key, value), value) for key, value in built.items()}
