@@ -8,7 +8,10 @@ Prints latency percentiles, throughput, the server CPU time per request (master 
 workers, from /proc: what answering costs, whatever the client does), the hook's cost
 relative to the bare app by that CPU time, and the servers' resident memory. Bounded: it stops after ``--requests`` per case.
 
-    python bench/bench.py [--requests 2000] [--workers 2] [--clients 4]
+    python bench/bench.py [--requests 2000] [--workers 2] [--clients 4] [--rounds 3]
+
+The servers take turns, round after round, and each keeps its cheapest round: other
+work on the machine only ever adds cost, so the minimum is the steadiest estimate.
 """
 
 from __future__ import annotations
@@ -150,6 +153,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per case; the cheapest counts")
     args = parser.parse_args()
 
     bare_dir = tempfile.mkdtemp()
@@ -165,12 +169,15 @@ def main() -> None:
         for case in CASES:
             body = (REPO / "tests" / "fixtures" / f"{case}.request.json").read_bytes()
             hook = case.split("/")[0]
-            results = {}
-            for name, (process, port) in servers.items():
-                load(port, f"/{hook}", body, args.clients * 20, args.clients)
-                started, cpu = time.perf_counter(), cpu_seconds(process)
-                latencies = load(port, f"/{hook}", body, args.requests, args.clients)
-                results[name] = summary(latencies, time.perf_counter() - started, cpu_seconds(process) - cpu)
+            results: dict[str, dict[str, float]] = {}
+            for _ in range(args.rounds):
+                for name, (process, port) in servers.items():
+                    load(port, f"/{hook}", body, args.clients * 20, args.clients)
+                    started, cpu = time.perf_counter(), cpu_seconds(process)
+                    latencies = load(port, f"/{hook}", body, args.requests, args.clients)
+                    figures = summary(latencies, time.perf_counter() - started, cpu_seconds(process) - cpu)
+                    if name not in results or figures["cpu_us"] < results[name]["cpu_us"]:
+                        results[name] = figures
             cost = results["hook"]["cpu_us"] / results["bare"]["cpu_us"] - 1
             for name, figures in results.items():
                 shown = f"{cost:+7.1%}" if name == "hook" else ""
