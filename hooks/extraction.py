@@ -139,14 +139,12 @@ def plan_extraction(
     if wanted and record.result in ("", FAILED) and record.attempts < settings.max_attempts:
         start = _next_start(record, settings)
         if start is None or now >= start:
-            name = job_name(model, model.storage_uri, record.attempts + 1)
             record = replace(
                 record,
                 attempts=record.attempts + 1,
-                job_name=name,
+                job_name=job_name(model, model.storage_uri, record.attempts + 1),
                 result=PENDING,
                 failed_at="",
-                message=f"Job {location.namespace}/{name} requested",
             )
             outcome = None
         else:
@@ -161,16 +159,37 @@ def plan_extraction(
         as_built(job, build_job(model, location, model.storage_uri, attempt, settings))
         for attempt, job in sorted(jobs.items())
     ]
-    creating = wanted and record.result == PENDING and record.attempts not in jobs
-    if creating and access_ready:
-        returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
+    requested = record.result == PENDING and record.attempts not in jobs
+    creating = wanted and requested
+    where = f"Job {location.namespace}/{record.job_name}"
+    if creating:
+        record = replace(record, message=f"{where} requested")
+        if access_ready:
+            returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
+    elif requested:
+        record = replace(record, message=f"{where} not created: {_unwanted(model, may_start)}")
     children = returned + access if returned or creating else []
-    condition = _condition(model, location, storage_ready, record, outcome, settings, may_start, access_ready)
+    missing = [
+        f"{item['kind']} {item['metadata']['name']}"
+        for item in access
+        if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in observed_access
+    ]
+    condition = _condition(model, location, storage_ready, record, outcome, settings, may_start, missing)
     return Extraction(children, condition, record if record.attempts else None, resync_after)
 
 
 WAITING = "; its pod is waiting: "
-AGENT_SAID = "; ome-agent said: "
+WAS_WAITING = "; before that its pod was waiting: "
+POD_ENDED = "; its last pod ended: "
+
+
+def _unwanted(model: Model, may_start: bool) -> str:
+    """Why a requested Job is no longer created (it will be if the cause goes away)."""
+    if not may_start:
+        return "the model is being deleted"
+    if metadata_present(model.spec):
+        return "the spec already holds the metadata"
+    return "the storage is not ready"
 
 
 def _after(message: str, marker: str) -> str:
@@ -193,12 +212,12 @@ def _observe(
         message = f"Job {where} {state}" + (f"{WAITING}{waiting}" if waiting else "")
         return replace(record, attempts=attempt, job_name=name, result=RUNNING, message=message)
     message = f"Job {where} failed: {outcome.detail or 'no reason given'}"
-    said = agent_said(job, pods) or (_after(record.message, AGENT_SAID) if same_job else "")
-    waited = _after(record.message, WAITING) if same_job else ""
+    said = agent_said(job, pods) or (_after(record.message, POD_ENDED) if same_job else "")
+    waited = (_after(record.message, WAITING) or _after(record.message, WAS_WAITING)) if same_job else ""
     if said:
-        message += f"{AGENT_SAID}{said}"
+        message += f"{POD_ENDED}{said}"
     elif waited:
-        message += f"; before that its pod was waiting: {waited}"
+        message += f"{WAS_WAITING}{waited}"
     kept = record.failed_at if record.result == FAILED and same_job else ""
     return replace(
         record,
@@ -228,7 +247,7 @@ def _condition(
     outcome: JobOutcome | None,
     settings: Settings,
     may_start: bool,
-    access_ready: bool,
+    missing_access: list[str],
 ) -> Condition:
     """MetadataReady, from the most decisive fact first."""
     where = f"{location.namespace}/{record.job_name}"
@@ -248,9 +267,14 @@ def _condition(
         return Condition(METADATA_READY, FALSE, "StorageNotReady", "waiting for the storage before reading the model's config")
     if not may_start:
         return Condition(METADATA_READY, FALSE, "JobPending", "no metadata Job: the model is being deleted")
-    if not access_ready:
+    if missing_access:
         return Condition(
-            METADATA_READY, FALSE, "JobPending", f"creating the ServiceAccount and RBAC for Job {where} ({of}) first"
+            METADATA_READY,
+            FALSE,
+            "JobPending",
+            f"creating the ServiceAccount and RBAC for Job {where} ({of}) first; still missing: "
+            f"{', '.join(missing_access)}. If they do not appear, the model's events show why "
+            "Metacontroller could not create them (SyncError; it must hold the verbs a Role grants)",
         )
     return Condition(
         METADATA_READY,

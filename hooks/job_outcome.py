@@ -75,31 +75,41 @@ def _agent_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def agent_said(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
-    """The agent's last error from the Job's most recently finished pod.
+    """How the Job's most recently finished pod ended, with the agent's last error.
 
     With ``FallbackToLogsOnError`` the termination message is the log's tail; its last
-    ERROR line is the one that says what went wrong."""
-    finished: list[tuple[str, str, str]] = []
+    error-level line says what went wrong. The reason and exit code tell the rest (an
+    OOMKilled pod logs no error)."""
+    finished: list[tuple[str, str, dict[str, Any]]] = []
     for pod in _pods_of(job, pods):
         for status in _agent_statuses(pod):
             for state_key in ("state", "lastState"):
                 terminated = field(field(status, state_key), "terminated")
-                message = text(terminated, "message").strip()
-                if message:
-                    finished.append((text(terminated, "finishedAt"), pod["metadata"]["name"], message))
+                if terminated and terminated.get("exitCode") != 0:
+                    finished.append((text(terminated, "finishedAt"), pod["metadata"]["name"], terminated))
     if not finished:
         return ""
-    lines = [line.strip() for line in max(finished)[2].splitlines() if line.strip()]
-    errors = [line for line in lines if "ERROR" in line or "error" in line.lower()]
-    chosen = _plain((errors or lines)[-1])
-    return chosen if len(chosen) <= MESSAGE_LIMIT else chosen[:MESSAGE_LIMIT] + "…"
+    terminated = max(finished, key=lambda item: item[:2])[2]
+    code = terminated.get("exitCode")
+    ended = ", ".join(
+        part for part in (text(terminated, "reason"), f"exit code {code}" if isinstance(code, int) else "") if part
+    )
+    errors = [_plain(line) for line in text(terminated, "message").splitlines() if _is_error(line)]
+    said = f"{ended}: {errors[-1]}" if errors else ended
+    return said if len(said) <= MESSAGE_LIMIT else said[:MESSAGE_LIMIT] + "…"
+
+
+def _is_error(line: str) -> bool:
+    """An error-level line of the agent's zap console log, or the CLI's own ``ERROR:`` line."""
+    fields = line.strip().split("\t")
+    return line.startswith("ERROR:") or (len(fields) > 1 and fields[1] in ("ERROR", "DPANIC", "PANIC", "FATAL"))
 
 
 def _plain(line: str) -> str:
     """A zap console log line (time, level, caller, message, JSON fields) as "message: error"."""
-    parts = line.split("\t")
+    parts = line.strip().split("\t")
     if len(parts) < 4:
-        return line
+        return line.strip()
     message = parts[3].strip()
     try:
         fields = json.loads(parts[4]) if len(parts) > 4 else {}

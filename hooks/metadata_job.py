@@ -206,12 +206,28 @@ def as_built(observed: Any, built: Any) -> Any:
 
     An existing Job is returned exactly as it was built for its attempt, even after the
     settings changed: its own values are kept wherever the fresh build has a field, and
-    what the API server added (defaults, status, bookkeeping labels) is left out."""
+    what the API server or a webhook added (defaults, status, bookkeeping labels, extra
+    containers or volumes) is left out. Lists of objects pair items by their name (mounts
+    by their path), as Kubernetes merges them."""
     if observed == built:
         return built
     if isinstance(built, dict):
         source = observed if isinstance(observed, dict) else {}
         return {key: as_built(source.get(key, value), value) for key, value in built.items()}
-    if isinstance(built, list) and isinstance(observed, list) and len(observed) == len(built):
-        return [as_built(item, shape) for item, shape in zip(observed, built)]
+    if isinstance(built, list) and isinstance(observed, list):
+        key = _merge_key(built)
+        if key is not None:
+            by_key = {item[key]: item for item in observed if isinstance(item, dict) and isinstance(item.get(key), str)}
+            return [as_built(by_key.get(item[key], item), item) for item in built]
+        if all(isinstance(item, str) for item in observed) and all(isinstance(item, str) for item in built):
+            return observed
+        return built
     return observed if type(observed) is type(built) else built
+
+
+def _merge_key(items: list[Any]) -> str | None:
+    """The field that identifies each object in a built list, if there is one."""
+    for key in ("name", "mountPath"):
+        if items and all(isinstance(item, dict) and isinstance(item.get(key), str) for item in items):
+            return key
+    return None

@@ -7,8 +7,10 @@ anything (a half-configured hook would build Jobs that can never run).
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, fields
+from decimal import Decimal
 from typing import Callable, Mapping
 
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
@@ -17,16 +19,21 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 _SUFFIXES = {
-    "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-    "Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60,
+    "m": Decimal("0.001"), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12, "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
+    "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
+    "Ti": Decimal(2) ** 40, "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
 }
-_AGENT_CONFIG_EXTENSIONS = (".yaml", ".yml", ".json", ".toml")
+# What ome-agent's configuration loader (Viper) can read.
+_AGENT_CONFIG_EXTENSIONS = (
+    ".yaml", ".yml", ".json", ".toml", ".hcl", ".tfvars", ".ini", ".env", ".dotenv", ".properties", ".props", ".prop",
+)
 
 
-def quantity_value(quantity: str) -> float:
-    """A Kubernetes quantity as a number, to compare a request with its limit."""
+def quantity_value(quantity: str) -> Decimal:
+    """A Kubernetes quantity as an exact number, to compare a request with its limit."""
     number = quantity.rstrip("mkMGTPEi")
-    return float(number) * _SUFFIXES.get(quantity[len(number):], 1.0)
+    return Decimal(number) * _SUFFIXES.get(quantity[len(number):], Decimal(1))
 
 
 class ConfigError(ValueError):
@@ -55,7 +62,7 @@ class Settings:
     ome_namespace: str = "ome"
     node_resync_seconds: int = 5
     finalize_resync_seconds: int = 30
-    max_request_bytes: int = 64 * 1024 * 1024
+    max_request_bytes: int = 32 * 1024 * 1024
     auth_token: str = ""
     basic_auth_username: str = ""
     basic_auth_password: str = ""
@@ -109,8 +116,8 @@ class Settings:
             )
         if not self.agent_config.endswith(_AGENT_CONFIG_EXTENSIONS):
             raise ConfigError(
-                f"{ENV_VARIABLES['agent_config']}={self.agent_config}: ome-agent reads only "
-                f"{', '.join(_AGENT_CONFIG_EXTENSIONS)} configuration files"
+                f"{ENV_VARIABLES['agent_config']}={self.agent_config}: ome-agent reads a configuration "
+                f"file by its extension, one of {', '.join(_AGENT_CONFIG_EXTENSIONS)}"
             )
 
 
@@ -182,10 +189,11 @@ def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str, str], str]:
 
 
 def _absolute_path(variable: str, raw: str) -> str:
+    """Normalized, so that checks on the path (not under /tmp) cannot be sidestepped."""
     value = raw.strip()
     if not value.startswith("/") or ":" in value or ".." in value.split("/"):
         raise ConfigError(f"{variable}={raw!r} must be an absolute path without ':' or '..'")
-    return value.rstrip("/") or "/"
+    return "/" + posixpath.normpath(value).lstrip("/")
 
 
 _quantity = _matching(_QUANTITY, "a Kubernetes quantity such as 500m or 512Mi")

@@ -38,19 +38,23 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    """``basemodel-hook serve`` as the README starts it, on a free port, stopped afterwards."""
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``basemodel-hook serve`` as the README starts it, on a free port, stopped afterwards.
+
+    Its log goes to a file: a pipe nobody reads would fill up and stall the server."""
     port = free_port()
-    process = subprocess.Popen(
-        [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log = tmp_path_factory.mktemp("server") / "serve.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
+            cwd=REPO,
+            stdout=sink,
+            stderr=sink,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and process.poll() is None:
             try:
                 with urllib.request.urlopen(f"{base}/readyz", timeout=1) as reply:
                     if reply.status == 200:
@@ -58,7 +62,7 @@ def server() -> Iterator[str]:
             except OSError:
                 time.sleep(0.1)
         else:
-            pytest.fail("gunicorn did not become ready in 20 s")
+            pytest.fail(f"gunicorn did not become ready (exit code {process.poll()}):\n{log.read_text()[-3000:]}")
         yield base
     finally:
         process.terminate()
@@ -175,33 +179,56 @@ def test_concurrent_requests_all_get_the_same_answer(server: str) -> None:
     assert len({json.dumps(answer, sort_keys=True) for _, answer in replies}) == 1
 
 
-def test_a_client_that_hangs_up_mid_body_does_not_hurt_the_server(server: str) -> None:
+def requests_counted(server: str, hook: str, outcome: str) -> float:
+    with urllib.request.urlopen(f"{server}/metrics", timeout=10) as reply:
+        text = reply.read().decode()
+    found = re.search(rf'^basemodel_hook_requests_total\{{hook="{hook}",outcome="{outcome}"\}} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_client_that_hangs_up_mid_body_gets_a_400_and_the_server_goes_on(server: str) -> None:
+    before = requests_counted(server, "sync", "bad_request")
     host, port = server.removeprefix("http://").split(":")
     for _ in range(5):
         with socket.create_connection((host, int(port)), timeout=5) as broken:
             broken.sendall(b"POST /sync HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"parent\":")
     body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
     assert post(f"{server}/customize", body)[0] == 200
+    deadline = time.monotonic() + 10
+    while requests_counted(server, "sync", "bad_request") - before < 5 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert requests_counted(server, "sync", "bad_request") - before == 5
 
 
+def server_processes(server: str) -> tuple[int, set[int]]:
+    """The gunicorn master and its workers, from /proc (Linux)."""
+    bind = f"--bind\x00{server.removeprefix('http://')}\x00".encode()
+    parents = {}
+    for entry in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if bind in entry.read_bytes():
+                stat = (entry.parent / "stat").read_text()
+                parents[int(entry.parent.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+        except OSError:
+            continue
+    [master] = [pid for pid, parent in parents.items() if parent not in parents]
+    return master, {pid for pid, parent in parents.items() if parent == master}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds gunicorn's workers through /proc")
 def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str) -> None:
     import signal
 
-    bind = server.removeprefix("http://")
-    serving = {
-        int(entry.parent.name)
-        for entry in Path("/proc").glob("[0-9]*/cmdline")
-        if entry.exists() and f"--bind\x00{bind}\x00".encode() in entry.read_bytes()
-    }
-    [master] = [pid for pid in serving if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) not in serving]
-    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
-    os.kill(int(children[0]), signal.SIGKILL)
-    body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
+    master, workers = server_processes(server)
+    victim = min(workers)
+    os.kill(victim, signal.SIGKILL)
     deadline = time.monotonic() + 15
-    answered = 0
-    while time.monotonic() < deadline and answered < 20:
-        try:
-            answered += post(f"{server}/customize", body)[0] == 200
-        except OSError:
-            time.sleep(0.1)
-    assert answered == 20
+    while time.monotonic() < deadline:
+        _, now_serving = server_processes(server)
+        if victim not in now_serving and len(now_serving) == len(workers):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("gunicorn did not replace the killed worker within 15 s")
+    body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
+    assert all(post(f"{server}/customize", body)[0] == 200 for _ in range(20))

@@ -114,9 +114,27 @@ def test_running_job_whose_pod_cannot_start_says_why_and_the_failure_remembers_i
          "message": "Job was active longer than specified deadline", "lastTransitionTime": "2026-11-30T12:05:01Z"}
     ]
     request["related"]["Pod.v1"] = {}
-    failed = condition(sync(request, SETTINGS, later).response, "MetadataReady")
+    answer = sync(request, SETTINGS, later).response
+    failed = condition(answer, "MetadataReady")
     assert failed["reason"] == "JobDeadlineExceeded"
     assert "before that its pod was waiting: ImagePullBackOff" in failed["message"]
+    assert sync(apply(request, answer, later), SETTINGS, later).response == answer
+
+
+def test_withdrawn_request_says_why_the_job_was_not_created() -> None:
+    request = rbac_ready()
+    request["related"]["PersistentVolumeClaim.v1"] = {}
+    record = sync(request, SETTINGS, NOW).response["status"]["metadataExtraction"]
+    assert record["message"].endswith("not created: the storage is not ready")
+
+
+def test_pod_killed_without_an_error_line_reports_its_reason_and_exit_code() -> None:
+    job = {"metadata": {"name": "llama-metadata-1", "namespace": "models"}}
+    pod = copy.deepcopy(waiting_pod(job))
+    pod["status"]["containerStatuses"][0]["state"] = {
+        "terminated": {"exitCode": 137, "reason": "OOMKilled", "message": "2026-11-30T11:59:58Z\tINFO\tx.go:1\tReading model config\t{\"errors_total\": 0}\n"}
+    }
+    assert agent_said(job, [pod]) == "OOMKilled, exit code 137"
 
 
 def test_agent_error_is_quoted_as_message_and_error_not_as_a_log_tail() -> None:
@@ -129,6 +147,23 @@ def test_agent_error_is_quoted_as_message_and_error_not_as_a_log_tail() -> None:
     )
     pod["status"]["containerStatuses"][0]["state"] = {"terminated": {"exitCode": 1, "reason": "Error", "message": log, "finishedAt": "2026-11-30T11:59:58Z"}}
     assert agent_said(job, [pod]) == (
-        "Failed to extract model metadata: no model config file found (tried: config.json, model_config.json, configuration.json)"
+        "Error, exit code 1: Failed to extract model metadata: no model config file found "
+        "(tried: config.json, model_config.json, configuration.json)"
     )
     assert pod_waiting(job, [pod]) == ""
+
+
+def test_as_built_pairs_list_items_by_name_and_drops_what_others_added() -> None:
+    from hooks.metadata_job import as_built
+
+    built = {"volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "store"}}, {"name": "tmp", "emptyDir": {}}]}
+    observed = {
+        "volumes": [
+            {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}},
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "model", "persistentVolumeClaim": {"claimName": "old-store", "readOnly": True}},
+        ]
+    }
+    assert as_built(observed, built) == {
+        "volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "old-store"}}, {"name": "tmp", "emptyDir": {}}]
+    }

@@ -107,5 +107,11 @@ def test_configuration_that_would_break_every_job_is_refused(environment: dict[s
 
 
 def test_request_equal_to_limit_in_other_units_is_accepted() -> None:
-    settings = Settings.from_env({"JOB_CPU_REQUEST": "0.5", "JOB_CPU_LIMIT": "500m", "JOB_MEMORY_REQUEST": "1024Mi", "JOB_MEMORY_LIMIT": "1Gi"})
-    assert settings.cpu_request == "0.5"
+    settings = Settings.from_env({"JOB_CPU_REQUEST": "700m", "JOB_CPU_LIMIT": "0.7", "JOB_MEMORY_REQUEST": "1024Mi", "JOB_MEMORY_LIMIT": "1Gi"})
+    assert (settings.cpu_request, settings.cpu_limit) == ("700m", "0.7")
+
+
+@pytest.mark.parametrize("path", ["//tmp", "/./tmp/models", "/tmp/../tmp"])
+def test_mount_path_is_normalized_before_it_is_judged(path: str) -> None:
+    with pytest.raises(ConfigError, match="MODEL_MOUNT_PATH"):
+        Settings.from_env({"MODEL_MOUNT_PATH": path})
