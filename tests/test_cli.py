@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -232,3 +233,34 @@ def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str)
         pytest.fail("gunicorn did not replace the killed worker within 15 s")
     body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
     assert all(post(f"{server}/customize", body)[0] == 200 for _ in range(20))
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a throwaway certificate")
+def test_serve_speaks_tls_with_the_configured_certificate(tmp_path: Path) -> None:
+    import ssl
+
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )
+    port = free_port()
+    env = {**os.environ, "HOOK_TLS_CERT_FILE": str(cert), "HOOK_TLS_KEY_FILE": str(key)}
+    process = subprocess.Popen([str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    context = ssl.create_default_context(cafile=str(cert))
+    context.check_hostname = False
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", timeout=1, context=context) as reply:
+                    assert reply.status == 200
+                    return
+            except (OSError, ssl.SSLError):
+                time.sleep(0.1)
+        pytest.fail(f"no TLS answer (exit code {process.poll()})")
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
