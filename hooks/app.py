@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 
 import orjson
-from flask import Flask, Response, g, request
-from werkzeug.exceptions import HTTPException
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
 from hooks.auth import auth_scheme, authorized
 from hooks.metrics import CONTENT_TYPE, Metrics
@@ -28,6 +29,16 @@ Clock = Callable[[], datetime]
 HOOKS = ("sync", "customize", "finalize")
 
 log = logging.getLogger("hooks.requests")
+
+
+@dataclass
+class Call:
+    """What one hook call learned, for its metrics and its log line."""
+
+    hook: str
+    outcome: str = "ok"
+    parent: Any = None
+    decision: Decision | None = None
 
 
 def _utc_now() -> datetime:
@@ -47,35 +58,47 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
     _configure_logging()
 
     def answer(hook: str) -> Response:
-        """One hook call; every way out is a JSON answer, and only a decision is a 200."""
+        """One hook call, counted and logged once its answer is built."""
         started = time.perf_counter()
-        g.hook, g.outcome, g.decision, g.parent = hook, "ok", None, None
+        call = Call(hook)
+        response = respond(call)
+        elapsed = time.perf_counter() - started
+        metrics.requests.labels(hook, call.outcome).inc()
+        metrics.latency.labels(hook, call.outcome).observe(elapsed)
+        if call.decision is not None:
+            decision = call.decision
+            metrics.decisions.labels(decision.flow, decision.state, decision.reason).inc()
+        log.info(_log_line(call, response.status_code, elapsed))
+        return response
+
+    def respond(call: Call) -> Response:
+        """Every way out is a JSON answer, and only a decision is a 200."""
         try:
             if not authorized(request.headers.get("Authorization"), settings):
-                g.outcome = "unauthorized"
+                call.outcome = "unauthorized"
                 response = _json({"error": "missing or wrong credentials"}, 401)
                 response.headers["WWW-Authenticate"] = f'{auth_scheme(settings)} realm="basemodel-hook"'
                 return response
             body = _parse_body()
-            g.parent = body.get("parent") if isinstance(body, dict) else None
-            if hook == "customize":
+            call.parent = body.get("parent") if isinstance(body, dict) else None
+            if call.hook == "customize":
                 return _json(customize(body, settings))
-            decision = sync(body, settings, clock(), finalize=hook == "finalize")
-            g.decision = decision
-            metrics.decisions.labels(decision.flow, decision.state, decision.reason).inc()
-            return _json(decision.response)
+            call.decision = sync(body, settings, clock(), finalize=call.hook == "finalize")
+            return _json(call.decision.response)
         except BadRequest as error:
-            g.outcome = "bad_request"
+            call.outcome = "bad_request"
             return _json({"error": str(error)}, 400)
-        except HTTPException:
-            raise
+        except RequestEntityTooLarge:
+            call.outcome = "too_large"
+            return _json({"error": f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)"}, 413)
+        except HTTPException as error:
+            call.outcome = "bad_request"
+            return _json({"error": error.description or error.name}, error.code or 400)
         except Exception as error:  # noqa: BLE001 - any bug must become a 5xx, never a partial 200
-            g.outcome = "error"
-            metrics.errors.labels(hook, type(error).__name__).inc()
-            log.exception("hook %s failed", hook)
+            call.outcome = "error"
+            metrics.errors.labels(call.hook, type(error).__name__).inc()
+            log.exception("hook %s failed", call.hook)
             return _json({"error": f"internal error ({type(error).__name__}); see the hook's log"}, 500)
-        finally:
-            g.elapsed = time.perf_counter() - started
 
     for hook in HOOKS:
         app.add_url_rule(f"/{hook}", hook, lambda hook=hook: answer(hook), methods=["POST"])
@@ -94,26 +117,8 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
-        """Werkzeug's own refusals (size limit, unknown path, wrong method) as JSON too."""
-        if error.code == 413:
-            g.outcome = "too_large"
-            message = f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)"
-        else:
-            g.outcome = "bad_request"
-            message = error.description or error.name
-        return _json({"error": message}, error.code or 400)
-
-    @app.after_request
-    def account(response: Response) -> Response:
-        """Count and log after the answer is built, so a failure to log cannot change it."""
-        hook = g.get("hook")
-        if hook is not None:
-            elapsed = g.get("elapsed") or 0.0
-            outcome = g.get("outcome", "ok")
-            metrics.requests.labels(hook, outcome).inc()
-            metrics.latency.labels(hook, outcome).observe(elapsed)
-            log.info(_log_line(hook, response.status_code, elapsed))
-        return response
+        """Werkzeug's refusals outside a hook call (unknown path, wrong method) as JSON too."""
+        return _json({"error": error.description or error.name}, error.code or 400)
 
     return app
 
@@ -132,16 +137,16 @@ def _parse_body() -> Any:
         raise BadRequest(f"request body is not JSON: {error}") from None
 
 
-def _log_line(hook: str, status: int, elapsed: float) -> str:
+def _log_line(call: Call, status: int, elapsed: float) -> str:
     """One JSON line per request: who asked about which model, and what was decided."""
     line: dict[str, Any] = {
         "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "hook": hook,
+        "hook": call.hook,
         "status": status,
-        "outcome": g.get("outcome", "ok"),
+        "outcome": call.outcome,
         "durationMs": round(elapsed * 1000, 3),
     }
-    parent = g.get("parent")
+    parent = call.parent
     if isinstance(parent, dict):
         metadata = field(parent, "metadata")
         line["parent"] = {
@@ -154,7 +159,7 @@ def _log_line(hook: str, status: int, elapsed: float) -> str:
             )
             if isinstance(value, (str, int))
         }
-    decision: Decision | None = g.get("decision")
+    decision = call.decision
     if decision is not None:
         line["decision"] = {"flow": decision.flow, "state": decision.state, "reason": decision.reason}
         if decision.job:
