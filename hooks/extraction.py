@@ -151,10 +151,11 @@ def plan_extraction(
             resync_after = max((start - now).total_seconds(), 1.0)
 
     access = build_access(model, location.namespace)
-    access_ready = all(
-        (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) in observed_access
+    missing = [
+        f"{item['kind']} {item['metadata']['name']}"
         for item in access
-    )
+        if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in observed_access
+    ]
     returned = [
         as_built(job, build_job(model, location, model.storage_uri, attempt, settings))
         for attempt, job in sorted(jobs.items())
@@ -164,16 +165,11 @@ def plan_extraction(
     where = f"Job {location.namespace}/{record.job_name}"
     if creating:
         record = replace(record, message=f"{where} requested")
-        if access_ready:
+        if not missing:
             returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
     elif requested:
         record = replace(record, message=f"{where} not created: {_unwanted(model, may_start)}")
     children = returned + access if returned or creating else []
-    missing = [
-        f"{item['kind']} {item['metadata']['name']}"
-        for item in access
-        if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in observed_access
-    ]
     condition = _condition(model, location, storage_ready, record, outcome, settings, may_start, missing)
     return Extraction(children, condition, record if record.attempts else None, resync_after)
 
