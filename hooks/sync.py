@@ -13,7 +13,7 @@ from typing import Any
 
 from hooks import node_status
 from hooks.conditions import FALSE, TRUE, Condition, stamp
-from hooks.extraction import FAILURE_REASONS, plan_extraction
+from hooks.extraction import FAILURE_REASONS, METADATA_READY, plan_extraction
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -78,7 +78,7 @@ def _pvc_flow(
     except StorageURIError as refusal:
         storage = Condition(STORAGE_READY, FALSE, refusal.reason, refusal.message)
         metadata = Condition(
-            "MetadataReady", FALSE, "StorageNotReady", "no metadata Job until spec.storage.storageUri is valid"
+            METADATA_READY, FALSE, "StorageNotReady", "no metadata Job until spec.storage.storageUri is valid"
         )
         storage_state = FAILED
         job_name = ""
