@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 TRUE = "True"
 FALSE = "False"
+READY_CONDITION = "Ready"
 
 REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.conditions import FALSE, TRUE, Condition
+from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition
 from hooks.observed import Model, field
 from hooks.states import FAILED, IN_TRANSIT, READY
 
@@ -134,24 +134,24 @@ def node_condition(report: NodeReport, finalizing: bool) -> Condition:
     if finalizing:
         if report.holding:
             return Condition(
-                "Ready",
+                READY_CONDITION,
                 FALSE,
                 "WaitingForNodes",
                 f"deleting: waiting for nodes {name_nodes(report.holding)} to delete the model",
             )
-        return Condition("Ready", FALSE, "Deleted", "deleting: no node holds the model any more")
+        return Condition(READY_CONDITION, FALSE, "Deleted", "deleting: no node holds the model any more")
     if report.ready:
-        return Condition("Ready", TRUE, "NodesReady", f"ready on {len(report.ready)} node(s): {name_nodes(report.ready)}")
+        return Condition(READY_CONDITION, TRUE, "NodesReady", f"ready on {len(report.ready)} node(s): {name_nodes(report.ready)}")
     if report.failed:
         return Condition(
-            "Ready",
+            READY_CONDITION,
             FALSE,
             "NodesFailed",
             f"failed on {len(report.failed)} node(s): {name_nodes(report.failed)}; "
             "see the model agent's logs on those nodes",
         )
     return Condition(
-        "Ready",
+        READY_CONDITION,
         FALSE,
         "WaitingForNodes",
         "no node has reported the model ready yet; OME's model agents download it to the "

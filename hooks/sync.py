@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from hooks import node_status
-from hooks.conditions import FALSE, TRUE, Condition, stamp
+from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.extraction import FAILURE_REASONS, METADATA_READY, plan_extraction
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
@@ -129,9 +129,9 @@ def _pvc_flow(
 def _ready(storage: Condition, metadata: Condition) -> Condition:
     """Ready repeats the first blocker, so one condition tells a person what to fix."""
     if storage.is_true and metadata.is_true:
-        return Condition(READY, TRUE, READY, f"{storage.message}; {metadata.message}")
+        return Condition(READY_CONDITION, TRUE, "Ready", f"{storage.message}; {metadata.message}")
     first = storage if not storage.is_true else metadata
-    return Condition(READY, FALSE, first.reason, first.message)
+    return Condition(READY_CONDITION, FALSE, first.reason, first.message)
 
 
 def _node_flow(
