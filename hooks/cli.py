@@ -110,7 +110,7 @@ def _serve(bind: str, workers: int, settings: Settings) -> int:
 
     from gunicorn.app.base import BaseApplication
 
-    from hooks.app import create_app
+    from hooks.http.app import create_app
 
     class HookServer(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
@@ -138,7 +138,7 @@ def _child_exit(server: Any, worker: Any) -> None:
 
 def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -> int:
     """Answer a saved request through the real app (auth aside) to see what a sync decided."""
-    from hooks.app import create_app
+    from hooks.http.app import create_app
     from hooks.conditions import parse_time
 
     try:

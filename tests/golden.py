@@ -20,7 +20,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from hooks.app import create_app
+from hooks.http.app import create_app
 from hooks.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"

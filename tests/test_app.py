@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from hooks import app as app_module
-from hooks.app import create_app
+from hooks.http import app as app_module
+from hooks.http.app import create_app
 from hooks.settings import Settings
 from tests import golden
 

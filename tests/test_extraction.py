@@ -6,7 +6,7 @@ import copy
 from datetime import timedelta
 from typing import Any
 
-from hooks.job_outcome import agent_said, pod_waiting
+from hooks.pvc.job_outcome import agent_said, pod_waiting
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests import golden
@@ -154,7 +154,7 @@ def test_agent_error_is_quoted_as_message_and_error_not_as_a_log_tail() -> None:
 
 
 def test_as_built_pairs_list_items_by_name_and_drops_what_others_added() -> None:
-    from hooks.metadata_job import as_built
+    from hooks.pvc.metadata_job import as_built
 
     built = {"volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "store"}}, {"name": "tmp", "emptyDir": {}}]}
     observed = {

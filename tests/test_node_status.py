@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from hooks.node_status import configmap_key, truncate_with_hash
+from hooks.nodes.node_status import configmap_key, truncate_with_hash
 
 
 def _hash8(text: str) -> str:

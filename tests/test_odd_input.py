@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hooks.metadata_job import STORAGE_URI_ANNOTATION
+from hooks.pvc.metadata_job import STORAGE_URI_ANNOTATION
 from tests import golden
 
 ODD_VALUES: list[Any] = [None, 0, -1, 2**63, 1.5, True, "", "x", "pvc://", "\u0000", [], [None], {}, {"metadata": 1}]

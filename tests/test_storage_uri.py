@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.storage_uri import (
+from hooks.pvc.storage_uri import (
     CROSS_NAMESPACE_PVC,
     INVALID_STORAGE_URI,
     PVCLocation,

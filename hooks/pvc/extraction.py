@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
-from hooks.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
-from hooks.metadata_job import ATTEMPT_LABEL, as_built, build_access, build_job, job_name
+from hooks.pvc.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, as_built, build_access, build_job, job_name
 from hooks.observed import Model, text
 from hooks.settings import Settings
-from hooks.storage_uri import PVCLocation
+from hooks.pvc.storage_uri import PVCLocation
 
 METADATA_READY = "MetadataReady"
 PENDING = "Pending"

@@ -8,7 +8,7 @@ from typing import Any
 from hooks.conditions import FALSE, TRUE, Condition
 from hooks.observed import field
 from hooks.states import FAILED, IN_TRANSIT
-from hooks.storage_uri import PVCLocation
+from hooks.pvc.storage_uri import PVCLocation
 
 STORAGE_READY = "StorageReady"
 

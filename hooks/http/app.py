@@ -18,8 +18,8 @@ import orjson
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 
-from hooks.auth import auth_scheme, authorized
-from hooks.metrics import CONTENT_TYPE, Metrics
+from hooks.http.auth import auth_scheme, authorized
+from hooks.http.metrics import CONTENT_TYPE, Metrics
 from hooks.observed import BadRequest, field
 from hooks.settings import Settings
 from hooks.customize import customize

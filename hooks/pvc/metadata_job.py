@@ -9,10 +9,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from hooks.job_outcome import CONTAINER
+from hooks.pvc.job_outcome import CONTAINER
 from hooks.observed import API_GROUP, Model
 from hooks.settings import Settings
-from hooks.storage_uri import PVCLocation
+from hooks.pvc.storage_uri import PVCLocation
 
 VOLUME = "model"
 MANAGED_BY = "ome-basemodel-hook"

@@ -1,0 +1,1 @@
+"""The HTTP shell: parses, authenticates, calls the core, serializes, counts and logs."""

@@ -1,0 +1,1 @@
+"""The node flow: OME's model agents report per node through ConfigMaps."""
