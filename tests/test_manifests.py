@@ -485,24 +485,49 @@ def test_crd_status_schema_has_the_fields_the_hook_writes(our_crds, kind):
     ]
 
 
+STATE_PATH = ".status.state"
+READY_REASON_PATH = '.status.conditions[?(@.type=="Ready")].reason'
+
+
+def printer_columns(crd):
+    (version,) = crd["spec"]["versions"]
+    return version["additionalPrinterColumns"]
+
+
 @pytest.mark.parametrize("kind", ["BaseModel", "ClusterBaseModel"])
-def test_crd_printer_columns_add_state_reason_and_storage_and_keep_age_last(
-    our_crds, upstream_crds, kind
-):
-    (ov,), (uv,) = our_crds[kind]["spec"]["versions"], upstream_crds[kind]["spec"]["versions"]
-    columns = ov["additionalPrinterColumns"]
+def test_crd_printer_columns_keep_upstreams_and_show_each_fact_once(our_crds, upstream_crds, kind):
+    columns = printer_columns(our_crds[kind])
     by_name = {c["name"]: c for c in columns}
-    for upstream_column in uv["additionalPrinterColumns"]:
-        assert by_name.get(upstream_column["name"]) == upstream_column
-    assert by_name["State"]["jsonPath"] == ".status.state"
-    assert by_name["Reason"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].reason'
-    assert by_name["Storage"]["jsonPath"] == ".spec.storage.storageUri"
-    assert columns[-1] == {
-        "jsonPath": ".metadata.creationTimestamp",
-        "name": "Age",
-        "type": "date",
-    }
     assert len(by_name) == len(columns), "duplicate column names"
+    paths = [c["jsonPath"] for c in columns]
+    assert len(set(paths)) == len(paths), f"a fact shown twice: {paths}"
+    for upstream_column in printer_columns(upstream_crds[kind]):
+        if upstream_column["jsonPath"] == STATE_PATH:
+            # Upstream calls the state column "Ready"; it is ours "State".
+            assert upstream_column["name"] == "Ready" and "Ready" not in by_name
+            continue
+        assert by_name.get(upstream_column["name"]) == upstream_column
+
+
+@pytest.mark.parametrize("kind", ["BaseModel", "ClusterBaseModel"])
+def test_crd_printer_columns_put_the_ready_reason_beside_the_state_and_age_last(our_crds, kind):
+    columns = printer_columns(our_crds[kind])
+    names = [c["name"] for c in columns]
+    state = names.index("State")
+    assert columns[state] == {"jsonPath": STATE_PATH, "name": "State", "type": "string"}
+    assert columns[state + 1] == {"jsonPath": READY_REASON_PATH, "name": "Reason", "type": "string"}
+    storage = columns[names.index("Storage")]
+    assert storage["jsonPath"] == ".spec.storage.storageUri" and storage["priority"] == 1
+    assert columns[-1] == {"jsonPath": ".metadata.creationTimestamp", "name": "Age", "type": "date"}
+
+
+def test_readme_lists_the_columns_kubectl_get_prints(our_crds):
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"`kubectl get basemodels` prints one column per fact: (.*?) \(", readme, re.S)
+    assert found, "README no longer lists the columns of `kubectl get basemodels`"
+    listed = re.findall(r"`([A-Z]+)`", found.group(1))
+    default_columns = [c["name"].upper() for c in printer_columns(our_crds["BaseModel"]) if not c.get("priority")]
+    assert listed == ["NAME", *default_columns]
 
 
 @pytest.mark.parametrize("kind", ["BaseModel", "ClusterBaseModel"])
