@@ -26,11 +26,13 @@ class Metrics:
             ["hook", "outcome"],
             registry=self.registry,
         )
+        # Up to the CompositeControllers' 10 s webhook timeout, so an alert can tell a
+        # p99 that nears it (metacontroller/monitoring/prometheusrule.yaml).
         self.latency = Histogram(
             "basemodel_hook_request_duration_seconds",
             "Time to answer a hook request, by hook and outcome.",
             ["hook", "outcome"],
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
             registry=self.registry,
         )
         self.decisions = Counter(
