@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 import yaml
 
+from tests.kustomize import render
 from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,22 +127,7 @@ def one(objects, kind, name=None):
 
 @pytest.fixture(scope="module")
 def rendered():
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        if os.environ.get("CI"):
-            pytest.fail("kubectl is not installed: CI must render metacontroller/ with `kubectl kustomize`")
-        pytest.skip("kubectl is not installed: cannot render metacontroller/ with `kubectl kustomize`")
-    proc = subprocess.run(
-        [kubectl, "kustomize", str(MANIFESTS)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, f"kubectl kustomize failed:\n{proc.stderr}"
-    objects = [o for o in yaml.safe_load_all(proc.stdout) if o]
-    assert objects, "kubectl kustomize rendered nothing"
-    return objects
+    return render(MANIFESTS)
 
 
 @pytest.fixture(scope="module")
