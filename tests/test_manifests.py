@@ -20,6 +20,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests import dockerfile
 from tests.kustomize import render
 from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
 
@@ -829,20 +830,8 @@ def test_metacontroller_clusterrole_grants_no_wildcards_or_escalation_shortcuts(
 # --------------------------------------------------------------------------
 
 
-def dockerfile_instructions():
-    text = (REPO / "Dockerfile").read_text(encoding="utf-8")
-    text = re.sub(r"\\\n", " ", text)
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            word, _, rest = line.partition(" ")
-            out.append((word.upper(), rest.strip()))
-    return out
-
-
 def test_dockerfile_runs_the_console_script_as_non_root_like_the_deployment(container):
-    instructions = dockerfile_instructions()
+    instructions = dockerfile.instructions()
     froms = [rest for word, rest in instructions if word == "FROM"]
     assert len(froms) >= 2, "multi-stage build expected"
     args = dict(
@@ -865,7 +854,7 @@ def test_dockerfile_runs_the_console_script_as_non_root_like_the_deployment(cont
 
 
 def test_dockerfile_installs_dependencies_before_copying_the_code():
-    instructions = dockerfile_instructions()
+    instructions = dockerfile.instructions()
     copies = [r for w, r in instructions if w == "COPY"]
     first_code = next(i for i, r in enumerate(copies) if r.startswith("hooks/"))
     assert copies.index("pyproject.toml ./") < first_code
