@@ -6,6 +6,7 @@ Without kubectl the tests that need a rendering skip, except in CI, which must r
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -47,3 +48,19 @@ def write_overlay(directory: Path, kustomization: dict[str, Any]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "kustomization.yaml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return directory
+
+
+REPO = Path(__file__).resolve().parents[1]
+# README overlays live in overlays/<name>/ of the reader's copy.
+README_PATHS = {"../../metacontroller": REPO / "metacontroller", "../../metacontroller/monitoring": REPO / "metacontroller" / "monitoring"}
+
+
+def readme_kustomization(containing: str) -> dict[str, Any]:
+    """The README's example overlay whose YAML holds ``containing``, its paths pointing into this repository."""
+    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
+    (block,) = [b for b in blocks if "kind: Kustomization" in b and containing in b]
+    document = yaml.safe_load(block)
+    for key in ("resources", "components"):
+        if key in document:
+            document[key] = [README_PATHS.get(entry, entry) for entry in document[key]]
+    return document

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests import dockerfile
-from tests.kustomize import render
+from tests.kustomize import readme_kustomization, render, write_overlay
 from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -862,6 +862,18 @@ def test_dockerfile_installs_dependencies_before_copying_the_code():
     deps_install = next(i for i, r in runs if "pip install -r" in r)
     code_copy = next(i for i, (w, r) in enumerate(instructions) if w == "COPY" and r.startswith("hooks/"))
     assert deps_install < code_copy
+
+
+def test_readme_overlay_points_the_deployment_at_the_readers_own_image(tmp_path):
+    kustomization = readme_kustomization("images:")
+    (entry,) = kustomization["images"]
+    assert entry["name"] == HOOK_IMAGE.split(":")[0]
+    objects = render(write_overlay(tmp_path / "my-cluster", kustomization))
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"{entry['newName']}:{entry['newTag']}"
+    built = re.findall(r"^docker build -t (\S+) \.$", (REPO / "README.md").read_text(encoding="utf-8"), re.M)
+    assert built == [container["image"]], "the README builds the image the overlay names"
 
 
 def test_dockerignore_keeps_venv_git_and_caches_out_of_the_build_context():
