@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests import golden
+from tests.live_server import free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -32,45 +33,14 @@ def readme_examples() -> list[re.Match[str]]:
     return list(EXAMPLE.finditer(README))
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``basemodel-hook serve`` as the README starts it, on a free port, stopped afterwards.
-
-    Its log goes to a file: a pipe nobody reads would fill up and stall the server."""
+    """``basemodel-hook serve`` as the README starts it, on a free port, stopped afterwards."""
     port = free_port()
     log = tmp_path_factory.mktemp("server") / "serve.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
-            cwd=REPO,
-            stdout=sink,
-            stderr=sink,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{base}/readyz", timeout=1) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"gunicorn did not become ready (exit code {process.poll()}):\n{log.read_text()[-3000:]}")
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    argv = [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    with running(argv, port, log, cwd=REPO):
+        yield f"http://127.0.0.1:{port}"
 
 
 def post(url: str, data: bytes) -> tuple[int, dict]:

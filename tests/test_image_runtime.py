@@ -18,11 +18,9 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +30,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests import dockerfile, golden
+from tests.live_server import free_port, running
 
 pytestmark = pytest.mark.image
 
@@ -43,7 +42,6 @@ IMAGE_PATHS = ("/opt/venv", "/src", "/tmp")
 # PATH of the python base images, which the Dockerfile's ENV PATH extends.
 BASE_IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STEP_TIMEOUT = 120
-START_TIMEOUT = 20.0
 
 
 class Image:
@@ -160,12 +158,6 @@ def image() -> Iterator[Image]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def get(url: str, data: bytes | None = None) -> tuple[int, bytes]:
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
     with urllib.request.urlopen(request, timeout=10) as reply:
@@ -183,39 +175,9 @@ def server(image: Image) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     executable = shutil.which(command[0], path=env["PATH"])
     assert executable == str(image.venv / "bin" / command[0]), f"{command[0]} resolves to {executable}"
     user, group = image_user() or (None, None)
-    log = image.root / "server.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [executable, *command[1:]],
-            cwd=workdir,
-            env=env,
-            user=user,
-            group=group,
-            extra_groups=[] if user is not None else None,
-            stdout=subprocess.DEVNULL,
-            stderr=sink,
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
-    try:
-        while True:
-            try:
-                get(f"{base}/healthz")
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    process.kill()
-                    process.wait(timeout=10)
-                    pytest.fail(f"the server did not start: {log.read_text(errors='replace')[-2000:]}")
-                time.sleep(0.1)
-        yield base, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=25)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    as_user = {"user": user, "group": group, "extra_groups": []} if user is not None else {}
+    with running([executable, *command[1:]], port, image.root / "server.log", cwd=workdir, env=env, **as_user) as process:
+        yield f"http://127.0.0.1:{port}", process
 
 
 def distributions(image: Image) -> set[str]:
