@@ -16,6 +16,11 @@ import pytest
 import yaml
 
 
+REPO = Path(__file__).resolve().parents[1]
+# README overlays live in overlays/<name>/ of the reader's copy.
+README_PATHS = {"../../metacontroller": REPO / "metacontroller", "../../metacontroller/monitoring": REPO / "metacontroller" / "monitoring"}
+
+
 def render(directory: Path) -> list[dict[str, Any]]:
     """Every object the kustomization in ``directory`` produces."""
     kubectl = shutil.which("kubectl")
@@ -49,10 +54,6 @@ def write_overlay(directory: Path, kustomization: dict[str, Any]) -> Path:
     (directory / "kustomization.yaml").write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return directory
 
-
-REPO = Path(__file__).resolve().parents[1]
-# README overlays live in overlays/<name>/ of the reader's copy.
-README_PATHS = {"../../metacontroller": REPO / "metacontroller", "../../metacontroller/monitoring": REPO / "metacontroller" / "monitoring"}
 
 
 def readme_kustomization(containing: str) -> dict[str, Any]:
