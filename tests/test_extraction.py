@@ -10,7 +10,7 @@ from hooks.pvc.job_outcome import agent_said, pod_waiting
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests import golden
-from tests.simulated_metacontroller import apply
+from tests.metacontroller.feedback import apply
 
 NOW = golden.FIXTURE_NOW
 SETTINGS = Settings()

@@ -10,7 +10,7 @@ import pytest
 
 from tests import golden
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
-from tests.simulated_metacontroller import apply
+from tests.metacontroller.feedback import apply
 
 CASES = golden.cases()
 IDS = [f"{golden.hook_of(path)}/{path.name.removesuffix('.request.json')}" for path in CASES]

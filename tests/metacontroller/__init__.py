@@ -1,0 +1,55 @@
+"""A simulator of Metacontroller v4.17 driving a hook in a simulated cluster.
+
+One model of Metacontroller for every test: the lifecycle scenarios (``tests/lifecycle.py``)
+run it end to end, and the golden fixtures feed their answers back through it
+(``feedback.apply``). Each part follows Metacontroller's source and names, in its
+docstring, the function it mirrors.
+
+Use::
+
+    from tests.metacontroller import Simulator, core_hook, flask_hook, manifests
+
+    sim = Simulator()                                   # clock at 2026-11-30T12:00:00Z
+    hook = core_hook(settings, sim.clock)               # or flask_hook(create_app(settings, clock=sim.clock))
+    for manifest in manifests("compositecontrollers.yaml"):
+        sim.add_controller(manifest, hook)              # CompositeController or DecoratorController
+    sim.cluster.create({...})                           # any object; watches fire at once
+    sim.run_until_quiet()                               # or sim.advance(seconds) / sim.settle()
+    sim.counts["sync"], sim.counts["status write"]      # every call and write, counted
+    sim.errors                                          # every failed sync, with Metacontroller's reason
+
+A hook is any callable ``(path, body) -> (status_code, body)``; ``path`` is the
+webhook's path (``/sync``, ``/customize``, ``/finalize``...). Counts (a ``Counter``):
+``sync``, ``finalize``, ``customize`` (hook calls); ``create``, ``delete``, ``update``
+(children, also per kind: ``create Job``); ``status write`` (status subresource
+writes); ``parent write`` (finalizer, labels, annotations); ``adopt``, ``release``;
+``sync error`` (a failed sync, retried with client-go's backoff).
+
+Modules: ``cluster`` (the API server), ``simulator`` (time and the loop),
+``composite`` / ``decorator`` (the two controllers), ``controller`` (what they share),
+``customize`` (related objects), ``manage_children``, ``selection`` (selectors, object
+keys), ``workqueue``, ``webhook`` (calling a hook), ``endpoints`` (our hook as a
+callable), ``kubernetes`` (Job, TTL, PVC binder, agent and node-agent stand-ins).
+
+Not modelled: informer lag (the cache equals the API server), parallel workers, the
+20 s discovery of new CRDs, Rolling* strategies, server-side apply, ETags, events.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.metacontroller.cluster import ApiError, Clock, Cluster
+from tests.metacontroller.endpoints import core_hook, flask_hook
+from tests.metacontroller.simulator import START, HotLoop, Simulator
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "metacontroller"
+
+
+def manifests(file_name: str) -> list[dict[str, Any]]:
+    """The controllers shipped in ``metacontroller/<file_name>``."""
+    return [item for item in yaml.safe_load_all((MANIFESTS / file_name).read_text(encoding="utf-8")) if item]
+
+
+__all__ = ["ApiError", "Clock", "Cluster", "HotLoop", "START", "Simulator", "core_hook", "flask_hook", "manifests"]

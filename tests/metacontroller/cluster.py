@@ -1,0 +1,364 @@
+"""A small API server: objects, their bookkeeping, admission, watches and garbage collection.
+
+It does what the Kubernetes API server does to the objects Metacontroller and the hook
+deal with, and nothing more: uid, resourceVersion, creationTimestamp and generation on
+create; a new resourceVersion (and a generation bump on a spec change) only when an
+update really changes the object, so a no-op write sends no watch event; status only
+through the status subresource of a CRD, pruned by its structural schema and checked
+against it; strict schema validation of built-in objects; graceful deletion with
+finalizers (a deletionTimestamp and, for objects with a generation, the generation bump
+``BeforeDelete`` makes); background garbage collection of dependents by ownerReference.
+
+The watch is synchronous and there is no informer lag: a watcher sees every change as
+it happens, which is what Metacontroller's informers converge to.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from hooks.conditions import format_time
+from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors
+
+Obj = dict[str, Any]
+Watcher = Callable[[str, "Obj | None", "Obj | None"], None]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """What discovery says about one resource: its kind, scope and bookkeeping."""
+
+    api_version: str
+    resource: str
+    kind: str
+    namespaced: bool
+    generation: bool = False
+    status_subresource: bool = False
+    validated: bool = True
+
+    @property
+    def type_key(self) -> str:
+        """How Metacontroller names the type in ``children`` and ``related`` (``Kind.apiVersion``)."""
+        return f"{self.kind}.{self.api_version}"
+
+
+RESOURCES = [
+    Resource("ome.io/v1beta1", "basemodels", "BaseModel", True, True, True, False),
+    Resource("ome.io/v1beta1", "clusterbasemodels", "ClusterBaseModel", False, True, True, False),
+    Resource("batch/v1", "jobs", "Job", True, True),
+    Resource("v1", "pods", "Pod", True),
+    Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
+    Resource("v1", "serviceaccounts", "ServiceAccount", True),
+    Resource("v1", "configmaps", "ConfigMap", True),
+    Resource("v1", "nodes", "Node", False),
+    Resource("v1", "namespaces", "Namespace", False),
+    Resource("rbac.authorization.k8s.io/v1", "roles", "Role", True),
+    Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", True),
+    Resource("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", False),
+    Resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False),
+]
+WITHOUT_STATUS = {"ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
+"""Kinds with no status field: an update's ``status`` is dropped (field validation "Warn", the server default)."""
+BY_RESOURCE = {(item.api_version, item.resource): item for item in RESOURCES}
+BY_KIND = {(item.api_version, item.kind): item for item in RESOURCES}
+
+
+def resource_of(api_version: str, resource: str) -> Resource:
+    """Discovery by plural name, as a CompositeController or a customize rule names a type."""
+    try:
+        return BY_RESOURCE[(api_version, resource)]
+    except KeyError:
+        raise ApiError(404, f"the server could not find the requested resource {resource!r} in {api_version}") from None
+
+
+def kind_of(obj: Obj) -> Resource:
+    """Discovery by kind, as the API server routes an object it is sent."""
+    try:
+        return BY_KIND[(obj.get("apiVersion"), obj.get("kind"))]
+    except KeyError:
+        raise ApiError(404, f"no kind {obj.get('kind')!r} is registered for version {obj.get('apiVersion')!r}") from None
+
+
+class ApiError(Exception):
+    """An API server refusal, with its HTTP code (404 NotFound, 409 Conflict/AlreadyExists, 422 Invalid)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+
+
+class Clock:
+    """The cluster's time; only the simulator moves it."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def ref(obj: Obj) -> tuple[str, str, str | None, str]:
+    """The identity of an object in the store."""
+    metadata = obj["metadata"]
+    return obj["apiVersion"], obj["kind"], metadata.get("namespace") or None, metadata["name"]
+
+
+def _uid(seed: str) -> str:
+    digest = hashlib.sha256(seed.encode()).hexdigest()
+    return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+class Cluster:
+    """The store behind the API, with watchers called on every real change."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.objects: dict[tuple[str, str, str | None, str], Obj] = {}
+        self.watchers: list[Watcher] = []
+        self._version = 1000
+        self._created = 0
+
+    # --- reading -----------------------------------------------------------------------
+
+    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
+        try:
+            return copy.deepcopy(self.objects[(api_version, kind, namespace or None, name)])
+        except KeyError:
+            raise ApiError(404, f"{kind} {namespace or ''}/{name} not found") from None
+
+    def find(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+        stored = self.objects.get((api_version, kind, namespace or None, name))
+        return copy.deepcopy(stored) if stored is not None else None
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
+        """Every object of a kind (in one namespace when given), sorted as a lister would be."""
+        found = [
+            copy.deepcopy(obj)
+            for (version, obj_kind, obj_namespace, _), obj in sorted(self.objects.items(), key=lambda item: str(item[0]))
+            if version == api_version and obj_kind == kind and (namespace is None or obj_namespace == namespace)
+        ]
+        return found
+
+    # --- writing -----------------------------------------------------------------------
+
+    def create(self, obj: Obj) -> Obj:
+        """Admit, default and store a new object, as the API server returns it."""
+        resource = kind_of(obj)
+        created = copy.deepcopy(obj)
+        metadata = created.setdefault("metadata", {})
+        if resource.namespaced and not metadata.get("namespace"):
+            raise ApiError(422, f"{resource.kind} {metadata.get('name')}: metadata.namespace is required")
+        if not resource.namespaced:
+            metadata.pop("namespace", None)
+        if ref(created) in self.objects:
+            raise ApiError(409, f"{resource.kind} {metadata.get('namespace', '')}/{metadata['name']} already exists")
+        if resource.validated:
+            _check_built_in(created)
+        if resource.status_subresource:
+            created.pop("status", None)
+        self._created += 1
+        metadata.update(
+            uid=_uid(f"{ref(created)}#{self._created}"),
+            resourceVersion=self._next_version(),
+            creationTimestamp=format_time(self.clock.now),
+        )
+        if resource.generation:
+            metadata["generation"] = 1
+        if resource.kind == "Job":
+            _default_job(created)
+        self.objects[ref(created)] = created
+        self._notify("ADDED", None, created)
+        return copy.deepcopy(created)
+
+    def update(self, obj: Obj) -> Obj:
+        """Replace an object (not its status where a status subresource exists)."""
+        current = self.objects.get(ref(obj))
+        if current is None:
+            raise ApiError(404, f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']} not found")
+        resource = kind_of(obj)
+        self._check_preconditions(obj, current)
+        updated = copy.deepcopy(obj)
+        if resource.status_subresource:
+            _keep(updated, current, "status")
+        for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion"):
+            _keep(updated["metadata"], current["metadata"], key)
+        if resource.validated and resource.kind in WITHOUT_STATUS:
+            updated.pop("status", None)
+        if resource.validated:
+            _check_built_in(updated)
+        if resource.generation and updated.get("spec") != current.get("spec"):
+            updated["metadata"]["generation"] = current["metadata"]["generation"] + 1
+        return self._store(current, updated)
+
+    def update_status(self, obj: Obj) -> Obj:
+        """The status subresource: only ``.status`` changes, pruned and checked by the CRD's schema."""
+        current = self.objects.get(ref(obj))
+        if current is None or current["metadata"]["uid"] != obj["metadata"].get("uid", current["metadata"]["uid"]):
+            raise ApiError(404, f"{obj['kind']} {obj['metadata']['name']} not found")
+        self._check_preconditions(obj, current)
+        updated = copy.deepcopy(current)
+        status = prune(crd_status_schema(obj["kind"]), copy.deepcopy(obj.get("status")))
+        problems = _status_problems(obj["kind"], status)
+        if problems:
+            raise ApiError(422, f"{obj['kind']} {obj['metadata']['name']} is invalid: {'; '.join(problems)}")
+        updated["status"] = status
+        return self._store(current, updated)
+
+    def delete(self, api_version: str, kind: str, namespace: str | None, name: str, uid: str | None = None) -> None:
+        """Graceful deletion: finalizers hold the object with a deletionTimestamp; without any it goes,
+        and its dependents follow (background propagation)."""
+        key = (api_version, kind, namespace or None, name)
+        current = self.objects.get(key)
+        if current is None or (uid is not None and current["metadata"]["uid"] != uid):
+            raise ApiError(404 if current is None else 409, f"{kind} {namespace or ''}/{name}: not found or not uid {uid}")
+        if current["metadata"].get("finalizers"):
+            if current["metadata"].get("deletionTimestamp"):
+                return
+            updated = copy.deepcopy(current)
+            updated["metadata"]["deletionTimestamp"] = format_time(self.clock.now)
+            if "generation" in updated["metadata"]:
+                updated["metadata"]["generation"] += 1
+            self._store(current, updated)
+            return
+        self._remove(key)
+
+    def restore(self, obj: Obj) -> None:
+        """Put an object saved from a real cluster back as it was (uid, resourceVersion and all), silently."""
+        self.objects[ref(obj)] = copy.deepcopy(obj)
+        version = obj["metadata"].get("resourceVersion", "")
+        if version.isdigit():
+            self._version = max(self._version, int(version))
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _check_preconditions(self, obj: Obj, current: Obj) -> None:
+        sent = obj["metadata"].get("resourceVersion")
+        if sent is not None and sent != current["metadata"]["resourceVersion"]:
+            raise ApiError(409, f"Operation cannot be fulfilled on {obj['kind']} {obj['metadata']['name']}: "
+                                "the object has been modified")
+
+    def _store(self, current: Obj, updated: Obj) -> Obj:
+        """Write only a real change; an object losing its last finalizer while deleted goes."""
+        updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        if updated == current:
+            return copy.deepcopy(current)
+        if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
+            self.objects[ref(updated)] = updated
+            self._remove(ref(updated))
+            return copy.deepcopy(updated)
+        updated["metadata"]["resourceVersion"] = self._next_version()
+        self.objects[ref(updated)] = updated
+        self._notify("MODIFIED", current, updated)
+        return copy.deepcopy(updated)
+
+    def _remove(self, key: tuple[str, str, str | None, str]) -> None:
+        gone = self.objects.pop(key)
+        self._notify("DELETED", gone, None)
+        uid = gone["metadata"]["uid"]
+        for dependent in [obj for obj in self.objects.values()
+                          if any(owner.get("uid") == uid for owner in obj["metadata"].get("ownerReferences") or [])]:
+            if ref(dependent) in self.objects:
+                self.delete(*ref(dependent))
+
+    def _next_version(self) -> str:
+        self._version += 1
+        return str(self._version)
+
+    def _notify(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        for watcher in list(self.watchers):
+            watcher(event, copy.deepcopy(old), copy.deepcopy(new))
+
+
+def _keep(target: Obj, source: Obj, key: str) -> None:
+    """Carry a server-owned field over from the stored object (or keep it absent)."""
+    if key in source:
+        target[key] = copy.deepcopy(source[key])
+    else:
+        target.pop(key, None)
+
+
+@lru_cache(maxsize=4096)
+def _built_in_problems(serialized: str) -> tuple[str, ...]:
+    """Strict validation is the slow part of a create; the same object is judged once."""
+    return tuple(kubernetes_errors(json.loads(serialized), KUBERNETES_VERSIONS[-1]))
+
+
+def _check_built_in(obj: Obj) -> None:
+    """The API server refuses a built-in object with an unknown or ill-typed field (strict field validation)."""
+    problems = _built_in_problems(json.dumps(obj, sort_keys=True))
+    if problems:
+        raise ApiError(422, f"{obj['kind']} {obj['metadata'].get('name')} is invalid: {'; '.join(problems)}")
+
+
+@lru_cache(maxsize=4096)
+def _status_problems_cached(kind: str, serialized: str) -> tuple[str, ...]:
+    return tuple(errors_of(crd_status_schema(kind), json.loads(serialized)))
+
+
+def _status_problems(kind: str, status: Any) -> tuple[str, ...]:
+    return _status_problems_cached(kind, json.dumps(status, sort_keys=True))
+
+
+@lru_cache(maxsize=None)
+def crd_status_schema(kind: str) -> dict[str, Any]:
+    """The status schema of the CRD shipped in ``metacontroller/``, which the API server applies."""
+    crd = yaml.safe_load(Path(CRD_FILES[kind]).read_text(encoding="utf-8"))
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+
+
+def prune(schema: dict[str, Any], value: Any) -> Any:
+    """Structural pruning: drop every object field the schema does not name, unless it
+    preserves unknown fields or types them through ``additionalProperties``."""
+    if isinstance(value, dict) and schema.get("type") == "object":
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return value
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        pruned = {}
+        for key, item in value.items():
+            if key in properties:
+                pruned[key] = prune(properties[key], item)
+            elif isinstance(extra, dict):
+                pruned[key] = prune(extra, item)
+            elif extra is True:
+                pruned[key] = item
+        return pruned
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [prune(schema["items"], item) for item in value]
+    return value
+
+
+def _default_job(job: Obj) -> None:
+    """What the Job API's defaulting and PrepareForCreate add (batch/v1, Kubernetes 1.31)."""
+    uid, name = job["metadata"]["uid"], job["metadata"]["name"]
+    spec = job.setdefault("spec", {})
+    generated = {"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name,
+                 "controller-uid": uid, "job-name": name}
+    spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    spec.setdefault("completions", 1)
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("manualSelector", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    template = spec.setdefault("template", {})
+    template.setdefault("metadata", {}).setdefault("labels", {}).update(generated)
+    pod_spec = template.setdefault("spec", {})
+    pod_spec.setdefault("dnsPolicy", "ClusterFirst")
+    pod_spec.setdefault("schedulerName", "default-scheduler")
+    pod_spec.setdefault("terminationGracePeriodSeconds", 30)
+    for container in pod_spec.get("containers", []):
+        container.setdefault("imagePullPolicy", "IfNotPresent")
+        container.setdefault("terminationMessagePath", "/dev/termination-log")

@@ -1,0 +1,228 @@
+"""What CompositeController and DecoratorController share: the queue loop, event handlers,
+the finalizer and the customize manager.
+
+Mirrors ``processNextWorkItem`` / ``sync`` (a failed sync gets a ``SyncError`` event and a
+rate-limited requeue, a 429 a plain requeue after its delay), ``enqueueParentObject``,
+``updateParentObject`` (``ignoreStatusChanges``), ``onChildAdd`` / ``onChildUpdate`` /
+``onChildDelete`` and ``finalizer.SyncObject`` / ``ShouldFinalize`` of
+``pkg/controller/{composite,decorator}/controller.go`` and ``common/finalizer``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from tests.metacontroller import selection, webhook
+from tests.metacontroller.cluster import ApiError, Cluster, Resource, ref, resource_of
+from tests.metacontroller.customize import CustomizeManager, InformerNotSynced, RuleError
+from tests.metacontroller.selection import Obj
+
+if TYPE_CHECKING:
+    from tests.metacontroller.simulator import Simulator
+
+GC_FINALIZERS = ("foregroundDeletion", "orphan")
+
+
+class SyncFailure(Exception):
+    """An error Metacontroller reports as a ``SyncError`` event before retrying."""
+
+
+class Controller:
+    """One CompositeController or DecoratorController, with its own queue."""
+
+    kind_prefix = ""
+
+    def __init__(self, sim: Simulator, manifest: Obj, hook: webhook.Hook) -> None:
+        self.sim = sim
+        self.cluster: Cluster = sim.cluster
+        self.counts: Counter[str] = sim.counts
+        self.manifest = manifest
+        self.name: str = manifest["metadata"]["name"]
+        self.spec: dict[str, Any] = manifest["spec"]
+        self.hooks: dict[str, Any] = self.spec.get("hooks") or {}
+        self.hook = hook
+        self.finalizer = f"metacontroller.io/{self.kind_prefix}-{self.name}"
+        self.queue = sim.new_queue()
+        self.customize = CustomizeManager(self.cluster, manifest, hook, self.counts, self.parents, self.enqueue)
+        self.cluster.watchers.append(self._on_event)
+        period = self.spec.get("resyncPeriodSeconds")
+        if period is not None:
+            self._schedule_resync(max(float(period), 1.0))
+        for parent in self.parents():
+            self.enqueue(parent)
+
+    # --- what the subclasses say ---------------------------------------------------------
+
+    def parent_resources(self) -> list[Resource]:
+        raise NotImplementedError
+
+    def child_resources(self) -> list[Resource]:
+        raise NotImplementedError
+
+    def selects(self, parent: Obj) -> bool:
+        """Whether the controller's parent selector matches (labels, and annotations for a decorator)."""
+        raise NotImplementedError
+
+    def ignores_status_changes(self, parent: Obj) -> bool:
+        raise NotImplementedError
+
+    def sync_parent(self, parent: Obj) -> None:
+        raise NotImplementedError
+
+    # --- the loop -------------------------------------------------------------------------
+
+    def parents(self) -> list[Obj]:
+        return [obj for resource in self.parent_resources() for obj in self.cluster.list(resource.api_version, resource.kind)]
+
+    def process_one(self) -> bool:
+        """``processNextWorkItem``: sync one key; False when the queue is empty."""
+        key = self.queue.get()
+        if key is None:
+            return False
+        try:
+            self._sync_key(key)
+        except webhook.TooManyRequests as busy:
+            self.queue.add_after(key, busy.after)
+        except (SyncFailure, webhook.HookError, ApiError, RuleError, InformerNotSynced) as error:
+            self.counts["sync error"] += 1
+            self.sim.errors.append(f"{self.name} {key}: {error}")
+            self.queue.add_rate_limited(key)
+        else:
+            self.queue.forget(key)
+        finally:
+            self.queue.done(key)
+        return True
+
+    def _sync_key(self, key: str) -> None:
+        api_version, kind, namespace, name = key.split("|")
+        parent = self.cluster.find(api_version, kind, namespace or None, name)
+        if parent is not None:
+            self.sync_parent(parent)
+
+    def enqueue(self, parent: Obj) -> None:
+        """``enqueueParentObject``: a parent neither selected nor carrying our finalizer is ignored."""
+        if not self.selects(parent) and not selection.has_finalizer(parent, self.finalizer):
+            return
+        api_version, kind, namespace, name = ref(parent)
+        self.queue.add(f"{api_version}|{kind}|{namespace or ''}|{name}")
+
+    def enqueue_after(self, parent: Obj, seconds: float) -> None:
+        api_version, kind, namespace, name = ref(parent)
+        self.queue.add_after(f"{api_version}|{kind}|{namespace or ''}|{name}", seconds)
+
+    def _schedule_resync(self, period: float) -> None:
+        """The informer's resync: an update event with the same object for every parent."""
+        def resync() -> None:
+            for parent in self.parents():
+                self._on_parent_update(parent, parent)
+            self._schedule_resync(period)
+        self.sim.after(period, resync, periodic=True)
+
+    def _on_event(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        obj = new or old
+        assert obj is not None
+        types = {(resource.api_version, resource.kind) for resource in self.parent_resources()}
+        if (obj["apiVersion"], obj["kind"]) in types:
+            if event == "MODIFIED":
+                assert old is not None and new is not None
+                self._on_parent_update(old, new)
+            else:
+                self.enqueue(obj)
+        if (obj["apiVersion"], obj["kind"]) in {(r.api_version, r.kind) for r in self.child_resources()}:
+            if event == "MODIFIED" and old is not None and new is not None \
+                    and old["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]:
+                return
+            self.on_child(event, obj)
+
+    def _on_parent_update(self, old: Obj, new: Obj) -> None:
+        """``updateParentObject``: with ``ignoreStatusChanges`` only a new generation, new labels or
+        annotations, or a deletion timestamp enqueue the parent."""
+        if self.ignores_status_changes(new):
+            same = (old["metadata"].get("generation") == new["metadata"].get("generation")
+                    and old["metadata"].get("labels") == new["metadata"].get("labels")
+                    and old["metadata"].get("annotations") == new["metadata"].get("annotations")
+                    and not new["metadata"].get("deletionTimestamp"))
+            if same:
+                return
+        self.enqueue(new)
+
+    def on_child(self, event: str, child: Obj) -> None:
+        """``onChildAdd`` / ``onChildDelete``: the controllerRef's parent, if it is one of ours."""
+        owner = selection.controller_of(child)
+        if owner is not None:
+            parent = self.resolve(child, owner)
+            if parent is not None:
+                self.enqueue(parent)
+
+    def resolve(self, child: Obj, owner: dict[str, Any]) -> Obj | None:
+        """``resolveControllerRef``: by name (in the child's namespace for a namespaced parent), then uid."""
+        for resource in self.parent_resources():
+            if owner.get("kind") != resource.kind or owner.get("apiVersion", "").split("/")[0] != resource.api_version.split("/")[0]:
+                continue
+            namespace = child["metadata"].get("namespace") if resource.namespaced else None
+            parent = self.cluster.find(resource.api_version, resource.kind, namespace, owner["name"])
+            if parent is not None and parent["metadata"]["uid"] == owner.get("uid"):
+                return parent
+        return None
+
+    # --- finalizer ------------------------------------------------------------------------
+
+    @property
+    def finalize_enabled(self) -> bool:
+        return self.hooks.get("finalize") is not None
+
+    def sync_finalizer(self, parent: Obj) -> Obj:
+        """``finalizer.SyncObject``: add ours (not on a parent already being deleted) or remove it."""
+        if selection.has_finalizer(parent, self.finalizer) == self.finalize_enabled:
+            return parent
+        if self.finalize_enabled and parent["metadata"].get("deletionTimestamp"):
+            return parent
+        updated = copy.deepcopy(parent)
+        finalizers = [item for item in updated["metadata"].get("finalizers") or [] if item != self.finalizer]
+        if self.finalize_enabled:
+            finalizers.append(self.finalizer)
+        updated["metadata"]["finalizers"] = finalizers
+        return self.write_parent(updated)
+
+    def remove_finalizer(self, parent: Obj) -> Obj:
+        updated = copy.deepcopy(parent)
+        updated["metadata"]["finalizers"] = [item for item in updated["metadata"].get("finalizers") or [] if item != self.finalizer]
+        return self.write_parent(updated)
+
+    def write_parent(self, parent: Obj) -> Obj:
+        self.counts["parent write"] += 1
+        return self.cluster.update(parent)
+
+    def should_finalize(self, parent: Obj) -> bool:
+        """``ShouldFinalize``: manage children while deleting only with our finalizer and no GC finalizer."""
+        finalizers = parent["metadata"].get("finalizers") or []
+        if any(item in GC_FINALIZERS for item in finalizers):
+            return False
+        return self.finalizer in finalizers and self.finalize_enabled
+
+    def finalizing(self, parent: Obj) -> bool:
+        """The finalize hook is called for a parent being deleted, or no longer selected but still ours."""
+        if not self.finalize_enabled:
+            return False
+        return bool(parent["metadata"].get("deletionTimestamp")) or not self.selects(parent)
+
+    def hook_spec(self, finalizing: bool) -> dict[str, Any]:
+        return self.hooks["finalize"] if finalizing else self.hooks["sync"]
+
+    def related(self, parent: Obj) -> selection.ObjectMap:
+        return self.customize.related(parent)
+
+
+def declared(items: list[dict[str, Any]]) -> list[Resource]:
+    return [resource_of(item["apiVersion"], item["resource"]) for item in items]
+
+
+def strategies(items: list[dict[str, Any]]) -> dict[str, str]:
+    """``makeUpdateStrategyMap``: ``Kind.group`` → method, ``OnDelete`` when unset."""
+    found = {}
+    for item, resource in zip(items, declared(items)):
+        group = resource.api_version.rpartition("/")[0]
+        found[f"{resource.kind}.{group}"] = (item.get("updateStrategy") or {}).get("method") or "OnDelete"
+    return found

@@ -1,0 +1,92 @@
+"""The simulator: a cluster, a clock, the controllers and the stand-ins, run in time order."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+from tests.metacontroller import webhook
+from tests.metacontroller.cluster import Clock, Cluster
+from tests.metacontroller.composite import CompositeController
+from tests.metacontroller.controller import Controller
+from tests.metacontroller.decorator import DecoratorController
+from tests.metacontroller.workqueue import Timeline, WorkQueue
+
+START = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
+MAX_SYNCS_PER_SETTLE = 2000
+
+
+class HotLoop(AssertionError):
+    """The controllers never went quiet: a hook whose answer changes on every call."""
+
+
+class Simulator:
+    def __init__(self, start: datetime = START) -> None:
+        self.clock = Clock(start)
+        self.cluster = Cluster(self.clock)
+        self.timeline = Timeline()
+        self.counts: Counter[str] = Counter()
+        self.errors: list[str] = []
+        self.controllers: list[Controller] = []
+
+    def add_controller(self, manifest: dict[str, Any], hook: webhook.Hook) -> Controller:
+        """Serve a CompositeController or DecoratorController manifest with ``hook``."""
+        kinds: dict[str, type[Controller]] = {"CompositeController": CompositeController,
+                                              "DecoratorController": DecoratorController}
+        controller = kinds[manifest["kind"]](self, manifest, hook)
+        self.controllers.append(controller)
+        return controller
+
+    def new_queue(self) -> WorkQueue:
+        return WorkQueue(self.timeline, self.clock)
+
+    def after(self, seconds: float, action: Callable[[], None], periodic: bool = False) -> None:
+        """Run ``action`` ``seconds`` from now (stand-ins use this for what takes time)."""
+        self.timeline.at(self.clock.now + timedelta(seconds=seconds), action, periodic)
+
+    def run_due_events(self) -> None:
+        """Run the stand-ins' events due now, without any controller syncing."""
+        while (action := self.timeline.pop_due(self.clock.now)) is not None:
+            action()
+
+    def settle(self) -> None:
+        """Run everything due now until every queue is empty; the clock does not move."""
+        syncs = 0
+        while True:
+            action = self.timeline.pop_due(self.clock.now)
+            if action is not None:
+                action()
+                continue
+            worked = False
+            for controller in self.controllers:
+                if controller.process_one():
+                    worked = True
+                    syncs += 1
+            if not worked:
+                return
+            if syncs > MAX_SYNCS_PER_SETTLE:
+                raise HotLoop(f"more than {MAX_SYNCS_PER_SETTLE} syncs at {self.clock.now}; counts {dict(self.counts)}")
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock forward, running every event on the way at its own time."""
+        target = self.clock.now + timedelta(seconds=seconds)
+        self.settle()
+        while True:
+            upcoming = self.timeline.next_time()
+            if upcoming is None or upcoming > target:
+                break
+            self.clock.now = max(self.clock.now, upcoming)
+            self.settle()
+        self.clock.now = target
+        self.settle()
+
+    def run_until_quiet(self, limit_seconds: float = 7 * 86400) -> None:
+        """Advance until nothing but periodic resyncs is left to happen (at most ``limit_seconds``)."""
+        end = self.clock.now + timedelta(seconds=limit_seconds)
+        self.settle()
+        while True:
+            upcoming = self.timeline.next_time(include_periodic=False)
+            if upcoming is None or upcoming > end:
+                return
+            self.advance(max((upcoming - self.clock.now).total_seconds(), 0.0))

@@ -1,0 +1,57 @@
+"""Calling a hook as ``pkg/hooks`` does: one POST, 200 or an error, strict or loose decoding.
+
+A hook here is any callable ``(path, body) -> (status_code, body)``: the Flask test
+client (``flask_hook``), the pure core (``core_hook``), or a test's own function.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any, Callable
+from urllib.parse import urlparse
+
+Hook = Callable[[str, dict[str, Any]], tuple[int, Any]]
+
+
+class HookError(Exception):
+    """The call failed (``webhook.go``: "unsupported status code", "can't unmarshal", "strict validation failed")."""
+
+
+class TooManyRequests(HookError):
+    """A 429: Metacontroller requeues after Retry-After without a SyncError (here: the body's ``retryAfter``)."""
+
+    def __init__(self, after: float) -> None:
+        super().__init__(f"too many requests, retry after {after}s")
+        self.after = after
+
+
+def hook_path(spec: dict[str, Any]) -> str:
+    """``webhook.url`` wins over ``service`` + ``path``; only the path reaches the callable."""
+    webhook = spec.get("webhook") or {}
+    return urlparse(webhook["url"]).path if webhook.get("url") else webhook["path"]
+
+
+def is_strict(spec: dict[str, Any]) -> bool:
+    """``responseUnMarshallMode``, strict by default for hook version v2 only."""
+    mode = (spec.get("webhook") or {}).get("responseUnMarshallMode")
+    return mode == "strict" if mode else spec.get("version") == "v2"
+
+
+def call(hook: Hook, spec: dict[str, Any], body: dict[str, Any], fields: set[str], counts: Counter[str], name: str) -> dict[str, Any]:
+    """POST ``body`` (a JSON copy, as on the wire) and decode the answer like ``hooks.Call``.
+
+    ``fields`` are the response type's JSON fields: in strict mode (the default for v2,
+    ``responseUnMarshallMode``) any other top-level field fails the call."""
+    counts[name] += 1
+    status, answer = hook(hook_path(spec), json.loads(json.dumps(body)))
+    if status == 429:
+        raise TooManyRequests(float((answer or {}).get("retryAfter", 0)) if isinstance(answer, dict) else 0.0)
+    if status != 200:
+        raise HookError(f"{name} hook: unsupported status code: {status} body: {json.dumps(answer)[:500]}")
+    if not isinstance(answer, dict):
+        raise HookError(f"{name} hook: can't unmarshal webhookResponse: {json.dumps(answer)[:200]}")
+    unknown = set(answer) - fields
+    if is_strict(spec) and unknown:
+        raise HookError(f"{name} hook: strict validation failed: unknown fields {sorted(unknown)}")
+    return {key: value for key, value in answer.items() if key in fields}
