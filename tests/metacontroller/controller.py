@@ -71,6 +71,11 @@ class Controller:
     def sync_parent(self, parent: Obj) -> None:
         raise NotImplementedError
 
+    def use_hook(self, hook: webhook.Hook) -> None:
+        """The hook redeployed: later calls reach ``hook``; Metacontroller keeps its customize cache."""
+        self.hook = hook
+        self.customize.hook = hook
+
     # --- the loop -------------------------------------------------------------------------
 
     def parents(self) -> list[Obj]:
