@@ -42,10 +42,6 @@ class World:
     jobs_created: list[float] = field(default_factory=list)
     transitions: list[tuple[float, str, str]] = field(default_factory=list)
 
-    @property
-    def start(self) -> datetime:
-        return self.sim.clock.now
-
     def uri(self, sub_path: str = "llama-3.1-8b") -> str:
         """The PVC URI in the form each kind needs (a ClusterBaseModel must name the namespace)."""
         where = f"{NAMESPACE}:{PVC}" if self.kind == "ClusterBaseModel" else PVC

@@ -14,8 +14,12 @@ Body = dict[str, Any]
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "models", "labels": {"team": "ml"}}}
 
 
+def hooks(*names: str, version: str = "v2") -> Body:
+    """``spec.hooks`` with a webhook per hook; only the URL's path reaches the callable."""
+    return {name: {"version": version, "webhook": {"url": f"http://hook.example/{name}"}} for name in names}
+
+
 def composite(**spec: Any) -> Body:
-    hooks = {name: {"version": "v2", "webhook": {"url": f"http://hook.example/{name}"}} for name in ("sync", "customize")}
     return {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "CompositeController",
@@ -25,7 +29,7 @@ def composite(**spec: Any) -> Body:
             "parentResource": {"apiVersion": "ome.io/v1beta1", "resource": "basemodels"},
             "childResources": [{"apiVersion": "v1", "resource": "serviceaccounts"},
                                {"apiVersion": "batch/v1", "resource": "jobs"}],
-            "hooks": hooks,
+            "hooks": hooks("sync", "customize"),
             **spec,
         },
     }
@@ -122,8 +126,7 @@ def test_v2_keys_are_namespace_and_name_and_v1_keys_are_names() -> None:
     started(v2, {**NAMESPACE, "metadata": {"name": "elsewhere"}}, *objects)
     assert set(v2.syncs()[-1]["related"]["PersistentVolumeClaim.v1"]) == {"models/store", "elsewhere/far"}
     v1 = Recorder(rules=rules)
-    hooks = {name: {"version": "v1", "webhook": {"url": f"http://hook.example/{name}"}} for name in ("sync", "customize")}
-    started(v1, {**NAMESPACE, "metadata": {"name": "elsewhere"}}, *objects, hooks=hooks)
+    started(v1, {**NAMESPACE, "metadata": {"name": "elsewhere"}}, *objects, hooks=hooks("sync", "customize", version="v1"))
     assert set(v1.syncs()[-1]["related"]["PersistentVolumeClaim.v1"]) == {"store"}
 
 
@@ -216,10 +219,8 @@ def test_each_status_write_costs_one_more_sync_unless_status_changes_are_ignored
 
 
 def test_deletion_finalizes_with_the_generation_bump_and_removes_the_finalizer() -> None:
-    hooks = {name: {"version": "v2", "webhook": {"url": f"http://hook.example/{name}"}}
-             for name in ("sync", "customize", "finalize")}
     hook = Recorder(children=[service_account("sa")])
-    sim = started(hook, model("a"), hooks=hooks)
+    sim = started(hook, model("a"), hooks=hooks("sync", "customize", "finalize"))
     stored = sim.cluster.get("ome.io/v1beta1", "BaseModel", "models", "a")
     assert stored["metadata"]["finalizers"] == ["metacontroller.io/compositecontroller-models"]
     hook.children = []
@@ -235,7 +236,6 @@ def test_deletion_finalizes_with_the_generation_bump_and_removes_the_finalizer()
 # --- DecoratorController ------------------------------------------------------------------
 
 def decorator(**spec: Any) -> Body:
-    hooks = {name: {"version": "v2", "webhook": {"url": f"http://hook.example/{name}"}} for name in ("sync", "finalize")}
     return {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "DecoratorController",
@@ -244,7 +244,7 @@ def decorator(**spec: Any) -> Body:
             "resources": [{"apiVersion": "v1", "resource": "configmaps",
                            "labelSelector": {"matchLabels": {"models.ome/basemodel-status": "true"}}}],
             "attachments": [{"apiVersion": "v1", "resource": "serviceaccounts"}],
-            "hooks": hooks,
+            "hooks": hooks("sync", "finalize"),
             **spec,
         },
     }

@@ -182,6 +182,6 @@ def sync_request(controller: Obj, parent: Obj, children: ObjectMap, related: Obj
         "controller": controller,
         "parent": parent,
         "children": selection.rekey(parent, children, version),
-        "related": selection.rekey(parent, related, version),
+        "related": selection.rekey(parent, related, version, related=True),
         "finalizing": finalizing,
     }

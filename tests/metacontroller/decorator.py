@@ -82,7 +82,7 @@ class DecoratorController(Controller):
             "controller": self.manifest,
             "object": parent,
             "attachments": selection.rekey(parent, observed, version),
-            "related": selection.rekey(parent, related, version),
+            "related": selection.rekey(parent, related, version, related=True),
             "finalizing": finalizing,
         }
         answer = webhook.call(self.hook, spec, body, SYNC_FIELDS, self.counts, "finalize" if finalizing else "sync")

@@ -20,7 +20,7 @@ import copy
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hooks.conditions import format_time
 from tests.metacontroller.cluster import ApiError, Obj
@@ -331,6 +331,3 @@ class NodeAgents:
         else:
             data[key] = json.dumps({"name": key.rsplit(".", 1)[-1], "status": status}, sort_keys=True)
         self.sim.cluster.update(configmap)
-
-    def when(self, seconds: float, action: Callable[[], None]) -> None:
-        self.sim.after(seconds, action)

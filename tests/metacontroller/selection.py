@@ -57,8 +57,8 @@ def insert(groups: ObjectMap, parent: Obj, obj: Obj, version: str) -> None:
 
 
 def uniform_map(parent: Obj, objects: list[Obj]) -> ObjectMap:
-    """``commonv2.MakeUniformObjectMap``: the desired children by type and ``namespace/name``,
-    a child without a namespace placed in its namespaced parent's."""
+    """The desired children by type and ``namespace/name`` (``commonv2.MakeUniformObjectMap``),
+    after ``applyNamespaceDefaults`` placed a child without a namespace in its parent's."""
     groups: ObjectMap = {}
     for obj in objects:
         metadata = obj.setdefault("metadata", {})
@@ -68,9 +68,16 @@ def uniform_map(parent: Obj, objects: list[Obj]) -> ObjectMap:
     return groups
 
 
-def rekey(parent: Obj, groups: ObjectMap, version: str) -> ObjectMap:
-    """A uniform map as a hook of ``version`` receives it."""
-    return {key: {object_key(parent, obj, version): obj for obj in group.values()} for key, group in groups.items()}
+def rekey(parent: Obj, groups: ObjectMap, version: str, related: bool = False) -> ObjectMap:
+    """A uniform map as a hook of ``version`` receives it. For v1 (``UniformObjectMap.Convert``)
+    a namespaced parent is sent only the children in its own namespace; related objects all
+    (where two of the same name in different namespaces collide on one key)."""
+    keep_all = version == "v2" or related or not parent["metadata"].get("namespace")
+    return {
+        key: {object_key(parent, obj, version): obj for obj in group.values()
+              if keep_all or obj["metadata"].get("namespace") == parent["metadata"]["namespace"]}
+        for key, group in groups.items()
+    }
 
 
 def has_finalizer(obj: Obj, name: str) -> bool:
