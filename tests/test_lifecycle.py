@@ -20,11 +20,11 @@ from tests.lifecycle import KINDS, NODES, SCENARIOS, Outcome, hook_calls, row
 EXPECTED = {
     "happy path to Ready": ((5, 0, 2, 4, 0, 4), 7),
     "100 resyncs, steady state": ((100, 0, 5, 0, 0, 0), 100),
-    "TTL removes the finished Job": ((2, 0, 1, 0, 3, 0), 2),
+    "TTL removes the finished Job": ((2, 0, 1, 0, 3, 0), 4),
     "Job fails twice, then succeeds": ((27, 0, 2, 6, 0, 10), 33),
     "Job deadline exceeded": ((9, 0, 1, 5, 0, 6), 12),
     "PVC late, bound later, deleted": ((8, 0, 2, 4, 0, 7), 13),
-    "agent fills the spec, a day passes": ((2, 0, 1, 0, 3, 0), 2),
+    "agent fills the spec, a day passes": ((2, 0, 1, 0, 3, 0), 50),
     "URI changed mid-Job": ((8, 0, 3, 5, 1, 6), 11),
     "PVC -> hf://": ((3, 0, 1, 0, 4, 1), 3),
     "hf:// -> PVC": ((12, 0, 3, 4, 0, 6), 16),

@@ -48,8 +48,7 @@ class Controller:
         self.customize = CustomizeManager(self.cluster, manifest, hook, self.counts, self.parents, self.enqueue)
         self.cluster.watchers.append(self._on_event)
         period = self.spec.get("resyncPeriodSeconds")
-        if period is not None:
-            self._schedule_resync(max(float(period), 1.0))
+        self._schedule_resync(max(float(period), 1.0) if period is not None else sim.cache_flush_seconds)
         for parent in self.parents():
             self.enqueue(parent)
 
@@ -118,7 +117,10 @@ class Controller:
         self.queue.add_after(f"{api_version}|{kind}|{namespace or ''}|{name}", seconds)
 
     def _schedule_resync(self, period: float) -> None:
-        """The informer's resync: an update event with the same object for every parent."""
+        """The informer's resync: an update event with the same object for every parent, every
+        ``resyncPeriodSeconds`` or else every ``--cache-flush-interval`` (the shared informers'
+        default resync). Children and related objects resync too, but their handlers skip an
+        update with an unchanged resourceVersion."""
         def resync() -> None:
             for parent in self.parents():
                 self._on_parent_update(parent, parent)

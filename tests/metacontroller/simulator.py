@@ -22,7 +22,10 @@ class HotLoop(AssertionError):
 
 
 class Simulator:
-    def __init__(self, start: datetime = START) -> None:
+    """``cache_flush_seconds`` is Metacontroller's ``--cache-flush-interval`` (30 min by default)."""
+
+    def __init__(self, start: datetime = START, cache_flush_seconds: float = 1800.0) -> None:
+        self.cache_flush_seconds = cache_flush_seconds
         self.clock = Clock(start)
         self.cluster = Cluster(self.clock)
         self.timeline = Timeline()
