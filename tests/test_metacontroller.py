@@ -318,3 +318,73 @@ def test_decorator_status_null_leaves_it_and_a_configmap_has_none_to_write(statu
     sim = decorated(Decorating({"status": status}), configmap("node-a", **{"models.ome/basemodel-status": "true"}))
     assert "status" not in sim.cluster.get("v1", "ConfigMap", "ome", "node-a")
     assert sim.counts["status write"] == 0
+
+
+def test_a_failing_hook_changes_nothing_and_is_retried_with_client_gos_backoff() -> None:
+    calls: list[float] = []
+
+    def broken(path: str, body: Body) -> tuple[int, Any]:
+        calls.append(0.0)
+        return 500, {"error": "boom"}
+
+    sim = Simulator()
+    sim.add_controller(composite(hooks=hooks("sync")), broken)
+    sim.cluster.create(NAMESPACE)
+    sim.cluster.create(model("a"))
+    sim.advance(1)
+    # 5 ms doubling: tries at 0, 0.005, 0.015, 0.035, 0.075, 0.155, 0.315 and 0.635 s.
+    assert sim.counts["sync"] == len(calls) == 8
+    assert sim.counts["status write"] == sim.counts["create"] == 0
+    assert "unsupported status code: 500" in sim.errors[-1]
+
+
+def test_an_unknown_field_in_a_strict_answer_fails_the_sync() -> None:
+    def chatty(path: str, body: Body) -> tuple[int, Any]:
+        return 200, {"status": {"state": "Ready"}, "children": [], "resyncAfter": 5}
+
+    sim = Simulator()
+    sim.add_controller(composite(hooks=hooks("sync")), chatty)
+    sim.cluster.create(NAMESPACE)
+    sim.cluster.create(model("a"))
+    sim.settle()
+    assert "strict validation failed: unknown fields ['resyncAfter']" in sim.errors[0]
+    assert sim.counts["status write"] == 0
+
+
+def test_resync_after_seconds_calls_back_once_at_that_time() -> None:
+    times: list[float] = []
+    sim = Simulator()
+
+    def waiting(path: str, body: Body) -> tuple[int, Any]:
+        times.append(sim.clock.now.timestamp())
+        return 200, {"status": {"state": "In_Transit"}, "children": [], "resyncAfterSeconds": 30 if len(times) == 1 else 0}
+
+    sim.add_controller(composite(hooks=hooks("sync"), parentResource={
+        "apiVersion": "ome.io/v1beta1", "resource": "basemodels", "ignoreStatusChanges": True}), waiting)
+    sim.cluster.create(NAMESPACE)
+    sim.cluster.create(model("a"))
+    start = sim.clock.now.timestamp()
+    sim.run_until_quiet()
+    assert [round(moment - start, 3) for moment in times] == [0.0, 30.0]
+
+
+def test_namespace_selector_rules_select_by_the_namespaces_labels() -> None:
+    rules = [{"apiVersion": "v1", "resource": "persistentvolumeclaims", "namespaceSelector": {"matchLabels": {"team": "ml"}}}]
+    hook = Recorder(rules=rules)
+    started(hook, {**NAMESPACE, "metadata": {"name": "elsewhere"}}, model("a"), pvc("store"), pvc("far", namespace="elsewhere"))
+    assert set(hook.syncs()[-1]["related"]["PersistentVolumeClaim.v1"]) == {"models/store"}
+
+
+def test_decorator_selects_by_annotations_too() -> None:
+    hook = Decorating({"attachments": []})
+    sim = Simulator()
+    manifest = decorator()
+    manifest["spec"]["resources"][0]["annotationSelector"] = {"matchAnnotations": {"models.ome.io/managed-by": "model-agent"}}
+    sim.add_controller(manifest, hook)
+    labelled = configmap("node-a", **{"models.ome/basemodel-status": "true"})
+    annotated = copy.deepcopy(labelled)
+    annotated["metadata"].update(name="node-b", annotations={"models.ome.io/managed-by": "model-agent"})
+    sim.cluster.create(labelled)
+    sim.cluster.create(annotated)
+    sim.run_until_quiet()
+    assert {body["object"]["metadata"]["name"] for _, body in hook.requests} == {"node-b"}
