@@ -72,6 +72,11 @@ BY_RESOURCE = {(item.api_version, item.resource): item for item in RESOURCES}
 BY_KIND = {(item.api_version, item.kind): item for item in RESOURCES}
 
 
+def group_of(api_version: str) -> str:
+    """``schema.ParseGroupVersion(...).Group``: ``""`` for the core group's ``v1``."""
+    return api_version.rpartition("/")[0]
+
+
 def resource_of(api_version: str, resource: str) -> Resource:
     """Discovery by plural name, as a CompositeController or a customize rule names a type."""
     try:

@@ -76,11 +76,6 @@ class CompositeController(Controller):
     # --- one sync -----------------------------------------------------------------------
 
     def sync_parent(self, parent: Obj) -> None:
-        if not selection.has_finalizer(parent, self.finalizer) and not self.selects(parent):
-            return
-        parent = self.sync_finalizer(parent)
-        if not selection.has_finalizer(parent, self.finalizer) and not self.selects(parent):
-            return
         observed = self.claim_children(parent)
         related = self.related(parent)
         finalizing = self.finalizing(parent)

@@ -15,7 +15,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tests.metacontroller import selection, webhook
-from tests.metacontroller.cluster import ApiError, Cluster, Resource, ref, resource_of
+from tests.metacontroller.cluster import ApiError, Cluster, Resource, group_of, ref, resource_of
 from tests.metacontroller.customize import CustomizeManager, InformerNotSynced, RuleError
 from tests.metacontroller.selection import Obj
 
@@ -68,6 +68,7 @@ class Controller:
         raise NotImplementedError
 
     def sync_parent(self, parent: Obj) -> None:
+        """The rest of ``syncParentObject``, once the parent holds the finalizer it should."""
         raise NotImplementedError
 
     def use_hook(self, hook: webhook.Hook) -> None:
@@ -100,21 +101,31 @@ class Controller:
         return True
 
     def _sync_key(self, key: str) -> None:
+        """``sync`` then the start of ``syncParentObject``: a parent that is gone, or neither
+        selected nor ours, is left alone; otherwise the finalizer is synced first."""
         api_version, kind, namespace, name = key.split("|")
         parent = self.cluster.find(api_version, kind, namespace or None, name)
-        if parent is not None:
+        if parent is None or not self.cares_about(parent):
+            return
+        parent = self.sync_finalizer(parent)
+        if self.cares_about(parent):
             self.sync_parent(parent)
+
+    def cares_about(self, parent: Obj) -> bool:
+        return self.selects(parent) or selection.has_finalizer(parent, self.finalizer)
+
+    @staticmethod
+    def _key(parent: Obj) -> str:
+        api_version, kind, namespace, name = ref(parent)
+        return f"{api_version}|{kind}|{namespace or ''}|{name}"
 
     def enqueue(self, parent: Obj) -> None:
         """``enqueueParentObject``: a parent neither selected nor carrying our finalizer is ignored."""
-        if not self.selects(parent) and not selection.has_finalizer(parent, self.finalizer):
-            return
-        api_version, kind, namespace, name = ref(parent)
-        self.queue.add(f"{api_version}|{kind}|{namespace or ''}|{name}")
+        if self.cares_about(parent):
+            self.queue.add(self._key(parent))
 
     def enqueue_after(self, parent: Obj, seconds: float) -> None:
-        api_version, kind, namespace, name = ref(parent)
-        self.queue.add_after(f"{api_version}|{kind}|{namespace or ''}|{name}", seconds)
+        self.queue.add_after(self._key(parent), seconds)
 
     def _schedule_resync(self, period: float) -> None:
         """The informer's resync: an update event with the same object for every parent, every
@@ -166,7 +177,7 @@ class Controller:
     def resolve(self, child: Obj, owner: dict[str, Any]) -> Obj | None:
         """``resolveControllerRef``: by name (in the child's namespace for a namespaced parent), then uid."""
         for resource in self.parent_resources():
-            if owner.get("kind") != resource.kind or owner.get("apiVersion", "").split("/")[0] != resource.api_version.split("/")[0]:
+            if owner.get("kind") != resource.kind or group_of(owner.get("apiVersion", "")) != group_of(resource.api_version):
                 continue
             namespace = child["metadata"].get("namespace") if resource.namespaced else None
             parent = self.cluster.find(resource.api_version, resource.kind, namespace, owner["name"])
@@ -230,6 +241,5 @@ def strategies(items: list[dict[str, Any]]) -> dict[str, str]:
     """``makeUpdateStrategyMap``: ``Kind.group`` → method, ``OnDelete`` when unset."""
     found = {}
     for item, resource in zip(items, declared(items)):
-        group = resource.api_version.rpartition("/")[0]
-        found[f"{resource.kind}.{group}"] = (item.get("updateStrategy") or {}).get("method") or "OnDelete"
+        found[f"{resource.kind}.{group_of(resource.api_version)}"] = (item.get("updateStrategy") or {}).get("method") or "OnDelete"
     return found

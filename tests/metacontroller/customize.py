@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from tests.metacontroller import selection, webhook
-from tests.metacontroller.cluster import Cluster, Resource, resource_of
+from tests.metacontroller.cluster import ApiError, Cluster, Resource, resource_of
 from tests.metacontroller.selection import Obj, ObjectMap
 
 CACHE_TTL = timedelta(minutes=20)
@@ -167,7 +167,7 @@ class CustomizeManager:
         try:
             resource = resource_of(rule["apiVersion"], rule["resource"])
             mode = selection_type(rule)
-        except Exception:
+        except (ApiError, RuleError):
             return False
         if related["apiVersion"] != rule["apiVersion"] or related["kind"] != resource.kind:
             return False

@@ -68,11 +68,6 @@ class DecoratorController(Controller):
         return any(rule.get("ignoreStatusChanges") is True for rule in self._rules_for(parent))
 
     def sync_parent(self, parent: Obj) -> None:
-        if not self.selects(parent) and not selection.has_finalizer(parent, self.finalizer):
-            return
-        parent = self.sync_finalizer(parent)
-        if not self.selects(parent) and not selection.has_finalizer(parent, self.finalizer):
-            return
         observed = self.get_children(parent)
         related = self.related(parent)
         finalizing = self.finalizing(parent)

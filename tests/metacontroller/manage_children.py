@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from tests.metacontroller.cluster import ApiError, Cluster
+from tests.metacontroller.cluster import ApiError, Cluster, group_of
 from tests.metacontroller.selection import Obj, ObjectMap
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
@@ -89,8 +89,7 @@ def _update(cluster: Cluster, strategies: dict[str, str], observed: Obj, desired
     merged = apply_update(observed, desired)
     if merged == observed or observed["metadata"].get("deletionTimestamp"):
         return
-    group = observed["apiVersion"].rpartition("/")[0] if "/" in observed["apiVersion"] else ""
-    method = strategies.get(f"{observed['kind']}.{group}", "OnDelete")
+    method = strategies.get(f"{observed['kind']}.{group_of(observed['apiVersion'])}", "OnDelete")
     if method in ("Recreate", "RollingRecreate"):
         _delete(cluster, observed, counts, errors)
     elif method in ("InPlace", "RollingInPlace"):
