@@ -85,7 +85,8 @@ class World:
             if event == "ADDED" and new is not None and new["kind"] == "Job":
                 self.jobs_created.append(seconds)
             if new is not None and new["kind"] == self.kind and new.get("status") != (old or {}).get("status"):
-                ready = next((c for c in new["status"].get("conditions", []) if c["type"] == "Ready"), {})
+                ready: dict[str, Any] = next(
+                    (item for item in new["status"].get("conditions", []) if item["type"] == "Ready"), {})
                 self.transitions.append((seconds, new["status"].get("state", ""), ready.get("reason", "")))
         self.sim.cluster.watchers.append(record)
 
@@ -138,15 +139,17 @@ class Outcome:
     counts: dict[str, int]
 
 
-def measured(built: World, story: Callable[[], None]) -> Outcome:
+def measured(built: World, *steps: Callable[[], Any]) -> Outcome:
+    """Run the story's steps in order and count what they cost."""
     before = dict(built.sim.counts)
-    story()
+    for step in steps:
+        step()
     return Outcome(built, {key: built.sim.counts[key] - before.get(key, 0) for key in built.sim.counts})
 
 
 def happy_path(kind: str, **options: Any) -> Outcome:
     built = world(kind, **options)
-    return measured(built, lambda: (built.create_model(), built.sim.advance(600)))
+    return measured(built, built.create_model, lambda: built.sim.advance(600))
 
 
 def steady_state(kind: str, **options: Any) -> Outcome:
@@ -165,12 +168,12 @@ def ttl_removes_job(kind: str, **options: Any) -> Outcome:
 
 def fails_twice_then_succeeds(kind: str, **options: Any) -> Outcome:
     built = world(kind, [Run("fail", 20), Run("fail", 20), Run("succeed", 30)], **options)
-    return measured(built, lambda: (built.create_model(), built.sim.advance(1200)))
+    return measured(built, built.create_model, lambda: built.sim.advance(1200))
 
 
 def deadline_exceeded(kind: str, **options: Any) -> Outcome:
     built = world(kind, [Run("hang")], **options)
-    return measured(built, lambda: (built.create_model(), built.sim.advance(320)))
+    return measured(built, built.create_model, lambda: built.sim.advance(320))
 
 
 def pvc_late_binds_then_deleted(kind: str, **options: Any) -> Outcome:
@@ -232,7 +235,7 @@ def hf_to_pvc(kind: str, **options: Any) -> Outcome:
 
 def delete_pvc_model(kind: str, **options: Any) -> Outcome:
     built = ready_world(kind, **options)
-    return measured(built, lambda: (built.delete_model(), built.sim.advance(60)))
+    return measured(built, built.delete_model, lambda: built.sim.advance(60))
 
 
 def delete_node_model(kind: str, **options: Any) -> Outcome:

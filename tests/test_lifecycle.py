@@ -173,3 +173,14 @@ def test_the_table_prints_a_row_per_scenario_and_kind(capsys: pytest.CaptureFixt
     assert lifecycle.main() == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 + len(CASES) and lines[2].startswith("| happy path to Ready | BaseModel | 5 |")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_lost_pvc_fails_the_model_and_brings_no_job(kind: str) -> None:
+    built = lifecycle.ready_world(kind)
+    before = dict(built.sim.counts)
+    built.binder.lose(lifecycle.NAMESPACE, lifecycle.PVC)
+    built.sim.advance(60)
+    assert built.state() == ("Failed", "PVCNotBound")
+    assert "Lost" in built.model()["status"]["conditions"][0]["message"]
+    assert built.sim.counts["create"] == before["create"] and built.sim.counts["status write"] == before["status write"] + 1

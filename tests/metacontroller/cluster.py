@@ -88,7 +88,7 @@ def resource_of(api_version: str, resource: str) -> Resource:
 def kind_of(obj: Obj) -> Resource:
     """Discovery by kind, as the API server routes an object it is sent."""
     try:
-        return BY_KIND[(obj.get("apiVersion"), obj.get("kind"))]
+        return BY_KIND[(str(obj.get("apiVersion")), str(obj.get("kind")))]
     except KeyError:
         raise ApiError(404, f"no kind {obj.get('kind')!r} is registered for version {obj.get('apiVersion')!r}") from None
 

@@ -55,7 +55,7 @@ class CustomizeManager:
     ) -> None:
         self.cluster = cluster
         self.controller = controller
-        self.spec = (controller["spec"].get("hooks") or {}).get("customize")
+        self.spec: dict[str, Any] | None = (controller["spec"].get("hooks") or {}).get("customize")
         self.hook = hook
         self.counts = counts
         self.parents = parents
@@ -75,6 +75,7 @@ class CustomizeManager:
         cached = self.cache.get(key)
         if cached is not None and now < cached[0] + CACHE_TTL:
             return cached[1], cached[2]
+        assert self.spec is not None, "no customize hook"
         body = {"controller": self.controller, "parent": parent}
         answer = webhook.call(self.hook, self.spec, body, {"relatedResources"}, self.counts, "customize")
         rules = answer.get("relatedResources") or []
