@@ -19,7 +19,12 @@ Use::
     sim.errors                                          # every failed sync, with Metacontroller's reason
 
 A hook is any callable ``(path, body) -> (status_code, body)``; ``path`` is the
-webhook's path (``/sync``, ``/customize``, ``/finalize``...). Counts (a ``Counter``):
+webhook's path (``/sync``, ``/customize``, ``/finalize``...). ``core_hook`` answers the
+CompositeControllers' three paths from the pure core; ``flask_hook`` answers whatever the
+app routes (a DecoratorController's hook too, once the app serves it); a test may pass
+its own function. Stand-ins for the rest of the cluster are in ``kubernetes``
+(``JobController``, ``TTLController``, ``PVCBinder``, ``Agent``, ``NodeAgents``): each
+watches the cluster and acts on the simulator's clock. Counts (a ``Counter``):
 ``sync``, ``finalize``, ``customize`` (hook calls); ``create``, ``delete``, ``update``
 (children, also per kind: ``create Job``); ``status write`` (status subresource
 writes); ``parent write`` (finalizer, labels, annotations); ``adopt``, ``release``;

@@ -158,7 +158,7 @@ class Cluster:
 
     # --- writing -----------------------------------------------------------------------
 
-    def create(self, obj: Obj) -> Obj:
+    def create(self, obj: Obj, manager: str = "kubectl-client-side-apply") -> Obj:
         """Admit, default and store a new object, as the API server returns it."""
         resource = kind_of(obj)
         created = copy.deepcopy(obj)
@@ -183,11 +183,12 @@ class Cluster:
             metadata["generation"] = 1
         if resource.kind == "Job":
             _default_job(created)
+        _record_manager(created, manager, None, self.clock.now)
         self.objects[ref(created)] = created
         self._notify("ADDED", None, created)
         return copy.deepcopy(created)
 
-    def update(self, obj: Obj) -> Obj:
+    def update(self, obj: Obj, manager: str = "kubectl-edit") -> Obj:
         """Replace an object (not its status where a status subresource exists)."""
         current = self.objects.get(ref(obj))
         if current is None:
@@ -197,7 +198,7 @@ class Cluster:
         updated = copy.deepcopy(obj)
         if resource.status_subresource:
             _keep(updated, current, "status")
-        for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion"):
+        for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion", "managedFields"):
             _keep(updated["metadata"], current["metadata"], key)
         if resource.validated and resource.kind in WITHOUT_STATUS:
             updated.pop("status", None)
@@ -205,9 +206,9 @@ class Cluster:
             _check_built_in(updated)
         if resource.generation and updated.get("spec") != current.get("spec"):
             updated["metadata"]["generation"] = current["metadata"]["generation"] + 1
-        return self._store(current, updated)
+        return self._store(current, updated, manager, None)
 
-    def update_status(self, obj: Obj) -> Obj:
+    def update_status(self, obj: Obj, manager: str = "metacontroller") -> Obj:
         """The status subresource: only ``.status`` changes, pruned and checked by the CRD's schema."""
         current = self.objects.get(ref(obj))
         if current is None or current["metadata"]["uid"] != obj["metadata"].get("uid", current["metadata"]["uid"]):
@@ -219,7 +220,7 @@ class Cluster:
         if problems:
             raise ApiError(422, f"{obj['kind']} {obj['metadata']['name']} is invalid: {'; '.join(problems)}")
         updated["status"] = status
-        return self._store(current, updated)
+        return self._store(current, updated, manager, "status")
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str, uid: str | None = None) -> None:
         """Graceful deletion: finalizers hold the object with a deletionTimestamp; without any it goes,
@@ -235,7 +236,7 @@ class Cluster:
             updated["metadata"]["deletionTimestamp"] = format_time(self.clock.now)
             if "generation" in updated["metadata"]:
                 updated["metadata"]["generation"] += 1
-            self._store(current, updated)
+            self._store(current, updated, None, None)
             return
         self._remove(key)
 
@@ -254,11 +255,14 @@ class Cluster:
             raise ApiError(409, f"Operation cannot be fulfilled on {obj['kind']} {obj['metadata']['name']}: "
                                 "the object has been modified")
 
-    def _store(self, current: Obj, updated: Obj) -> Obj:
-        """Write only a real change; an object losing its last finalizer while deleted goes."""
+    def _store(self, current: Obj, updated: Obj, manager: str | None, subresource: str | None) -> Obj:
+        """Write only a real change (its writer then noted in ``managedFields``); an object
+        losing its last finalizer while deleted goes."""
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         if updated == current:
             return copy.deepcopy(current)
+        if manager is not None:
+            _record_manager(updated, manager, subresource, self.clock.now)
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
             self.objects[ref(updated)] = updated
             self._remove(ref(updated))
@@ -284,6 +288,32 @@ class Cluster:
     def _notify(self, event: str, old: Obj | None, new: Obj | None) -> None:
         for watcher in list(self.watchers):
             watcher(event, copy.deepcopy(old), copy.deepcopy(new))
+
+
+SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp", "managedFields")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """A ``FieldsV1`` set: every map key as ``f:<key>``, lists and values as leaves."""
+    if isinstance(value, dict):
+        return {f"f:{key}": _fields(item) for key, item in value.items()}
+    return {}
+
+
+def _record_manager(obj: Obj, manager: str, subresource: str | None, now: datetime) -> None:
+    """The writer's ``managedFields`` entry, as server-side field tracking keeps it after an Update."""
+    if subresource:
+        owned = {"status": obj.get("status", {})}
+    else:
+        owned = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind", "metadata", "status")}
+        owned["metadata"] = {key: value for key, value in obj["metadata"].items() if key not in SERVER_METADATA}
+    entry: dict[str, Any] = {"manager": manager, "operation": "Update", "apiVersion": obj["apiVersion"],
+                             "time": format_time(now), "fieldsType": "FieldsV1", "fieldsV1": _fields(owned)}
+    if subresource:
+        entry["subresource"] = subresource
+    kept = [item for item in obj["metadata"].get("managedFields") or []
+            if (item.get("manager"), item.get("subresource")) != (manager, subresource)]
+    obj["metadata"]["managedFields"] = [*kept, entry]
 
 
 def _keep(target: Obj, source: Obj, key: str) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tests.metacontroller import selection, webhook
 from tests.metacontroller.cluster import ApiError, Resource, resource_of
 from tests.metacontroller.controller import Controller, SyncFailure, declared, strategies
-from tests.metacontroller.manage_children import controller_ref, manage_children
+from tests.metacontroller.manage_children import MANAGER, controller_ref, manage_children
 from tests.metacontroller.selection import Obj, ObjectMap
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class CompositeController(Controller):
 
     def _patch_owner(self, obj: Obj) -> Obj | None:
         try:
-            return self.cluster.update(obj)
+            return self.cluster.update(obj, manager=MANAGER)
         except ApiError:
             return None
 
@@ -164,7 +164,7 @@ class CompositeController(Controller):
         self.counts["status write"] += 1
         fresh["status"] = wanted
         try:
-            self.cluster.update_status(fresh)
+            self.cluster.update_status(fresh, manager=MANAGER)
         except ApiError as error:
             if error.code not in (404, 409):
                 raise

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from tests.metacontroller import selection, webhook
 from tests.metacontroller.cluster import ApiError, Cluster, Resource, group_of, ref, resource_of
 from tests.metacontroller.customize import CustomizeManager, InformerNotSynced, RuleError
+from tests.metacontroller.manage_children import MANAGER
 from tests.metacontroller.selection import Obj
 
 if TYPE_CHECKING:
@@ -211,7 +212,7 @@ class Controller:
 
     def write_parent(self, parent: Obj) -> Obj:
         self.counts["parent write"] += 1
-        return self.cluster.update(parent)
+        return self.cluster.update(parent, manager=MANAGER)
 
     def should_finalize(self, parent: Obj) -> bool:
         """``ShouldFinalize``: manage children while deleting only with our finalizer and no GC finalizer."""

@@ -34,6 +34,7 @@ AGENT_ERROR = ('{"level":"error","ts":1764503962.3,"caller":"ome-agent/model_met
                '"error":"no model config file found (tried: config.json, model_config.json, configuration.json)"}')
 METADATA = {"modelType": "llama", "modelArchitecture": "LlamaForCausalLM", "modelParameterSize": "8.03B"}
 POD_START_SECONDS = 2.0
+KUBE = "kube-controller-manager"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ class JobController:
 
     def _set_status(self, job: Obj, **changes: Any) -> Obj:
         job["status"] = {**job.get("status", {}), **changes}
-        return self.sim.cluster.update(job)
+        return self.sim.cluster.update(job, manager=KUBE)
 
     def _start(self, key: tuple[str, str, str], run: Run) -> None:
         job = self._job(key)
@@ -106,7 +107,7 @@ class JobController:
             "spec": {**copy.deepcopy(template["spec"]), "nodeName": "node-a"},
             "status": {"phase": "Pending", "containerStatuses": [self._container(job, {"waiting": {"reason": "ContainerCreating"}})]},
         }
-        created = self.sim.cluster.create(pod)
+        created = self.sim.cluster.create(pod, manager=KUBE)
         pod_key = (key[0], created["metadata"]["name"])
         self.sim.after(POD_START_SECONDS, lambda: self._running(key, pod_key, run, tries))
 
@@ -125,7 +126,7 @@ class JobController:
         now = format_time(self.sim.clock.now)
         pod["status"] = {"phase": "Running", "startTime": now,
                          "containerStatuses": [self._container(job, {"running": {"startedAt": now}}, ready=True)]}
-        self.sim.cluster.update(pod)
+        self.sim.cluster.update(pod, manager="kubelet")
         self._set_status(job, ready=1)
         if run.outcome != "hang":
             self.sim.after(max(run.seconds - POD_START_SECONDS, 0), lambda: self._ended(key, pod_key, run, tries, now))
@@ -144,7 +145,7 @@ class JobController:
             terminated["message"] = AGENT_ERROR + "\n"
         pod["status"] = {"phase": "Succeeded" if succeeded else "Failed", "startTime": started,
                          "containerStatuses": [self._container(job, {"terminated": terminated})]}
-        self.sim.cluster.update(pod)
+        self.sim.cluster.update(pod, manager="kubelet")
         if succeeded:
             self._set_status(job, active=0, ready=0, succeeded=1, completionTime=now, conditions=[
                 _condition("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods", now),
@@ -255,7 +256,7 @@ class PVCBinder:
             pvc["status"] = {"phase": "Bound", "accessModes": ["ReadOnlyMany"], "capacity": {"storage": "500Gi"}}
         else:
             pvc["status"] = {**pvc.get("status", {}), "phase": phase}
-        self.sim.cluster.update(pvc)
+        self.sim.cluster.update(pvc, manager=KUBE)
 
     def _on_event(self, event: str, old: Obj | None, new: Obj | None) -> None:
         obj = new or old
@@ -278,7 +279,7 @@ class PVCBinder:
                              for volume in pod["spec"].get("volumes") or [])]
             if not users:
                 pvc["metadata"]["finalizers"].remove(self.PROTECTION)
-                self.sim.cluster.update(pvc)
+                self.sim.cluster.update(pvc, manager=KUBE)
 
 
 class Agent:
@@ -300,7 +301,7 @@ class Agent:
             return
         model["spec"].update(self.metadata)
         self.writes += 1
-        self.sim.cluster.update(model)
+        self.sim.cluster.update(model, manager="ome-agent")
 
 
 class NodeAgents:
@@ -330,4 +331,4 @@ class NodeAgents:
             data.pop(key, None)
         else:
             data[key] = json.dumps({"name": key.rsplit(".", 1)[-1], "status": status}, sort_keys=True)
-        self.sim.cluster.update(configmap)
+        self.sim.cluster.update(configmap, manager="model-agent")

@@ -19,6 +19,8 @@ from typing import Any
 from tests.metacontroller.cluster import ApiError, Cluster, group_of
 from tests.metacontroller.selection import Obj, ObjectMap
 
+MANAGER = "metacontroller"
+"""The field manager of every write Metacontroller makes."""
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 SYSTEM_FIELDS = ("selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
                  "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -77,7 +79,7 @@ def _create(cluster: Cluster, parent: Obj, desired: Obj, counts: Counter[str], e
     counts["create"] += 1
     counts[f"create {obj['kind']}"] += 1
     try:
-        cluster.create(obj)
+        cluster.create(obj, manager=MANAGER)
     except ApiError as error:
         if error.code != 409:
             counts["create refused"] += 1
@@ -96,7 +98,7 @@ def _update(cluster: Cluster, strategies: dict[str, str], observed: Obj, desired
         counts["update"] += 1
         counts[f"update {observed['kind']}"] += 1
         try:
-            cluster.update(merged)
+            cluster.update(merged, manager=MANAGER)
         except ApiError as error:
             if error.code not in (404, 409):
                 errors.append(str(error))
