@@ -18,11 +18,12 @@ from typing import Any, Callable
 from hooks.http.app import create_app
 from hooks.nodes.node_status import configmap_key
 from hooks.settings import Settings
-from tests.metacontroller import Simulator, core_hook, flask_hook, manifests
+from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
 from tests.metacontroller.kubernetes import Agent, JobController, NodeAgents, PVCBinder, Run, TTLController
 from tests.metacontroller.webhook import Hook
 
 SETTINGS = Settings()
+REPO = MANIFESTS.parent
 NAMESPACE = "models"
 PVC = "model-storage"
 NODES = ("node-a", "node-b")

@@ -184,3 +184,14 @@ def test_a_lost_pvc_fails_the_model_and_brings_no_job(kind: str) -> None:
     assert built.state() == ("Failed", "PVCNotBound")
     assert "Lost" in built.model()["status"]["conditions"][0]["message"]
     assert built.sim.counts["create"] == before["create"] and built.sim.counts["status write"] == before["status write"] + 1
+
+
+def test_the_readme_quotes_the_counts_the_scenarios_cost() -> None:
+    text = (lifecycle.REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## What it costs the cluster", 1)[1].split("\n## ", 1)[0]
+    quoted = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if cells[0] in EXPECTED:
+            quoted[cells[0]] = (tuple(int(cell) for cell in cells[1:7]), int(cells[7]))
+    assert quoted == EXPECTED
