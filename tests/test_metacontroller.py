@@ -388,3 +388,12 @@ def test_decorator_selects_by_annotations_too() -> None:
     sim.cluster.create(annotated)
     sim.run_until_quiet()
     assert {body["object"]["metadata"]["name"] for _, body in hook.requests} == {"node-b"}
+
+
+def test_v1_refuses_a_rule_naming_another_namespace_for_a_namespaced_parent() -> None:
+    rules = [{"apiVersion": "v1", "resource": "persistentvolumeclaims", "namespace": "elsewhere", "names": ["far"]}]
+    v1 = started(Recorder(rules=rules), model("a"), hooks=hooks("sync", "customize", version="v1"))
+    assert v1.counts["sync"] == 0 and "differs from parent object namespace" in v1.errors[-1]
+    v2 = Recorder(rules=rules)
+    started(v2, {**NAMESPACE, "metadata": {"name": "elsewhere"}}, model("a"), pvc("far", namespace="elsewhere"))
+    assert set(v2.syncs()[-1]["related"]["PersistentVolumeClaim.v1"]) == {"elsewhere/far"}
