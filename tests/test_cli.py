@@ -23,14 +23,25 @@ from tests.live_server import free_port, running
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
 SCRIPT = Path(sys.executable).with_name("basemodel-hook")
-EXAMPLE = re.compile(
+CURL_EXAMPLE = re.compile(
     r"```sh\ncurl -s -X POST localhost:8080/(?P<hook>\w+) -H 'Content-Type: application/json' -d (?P<data>'[^']*'|\S+)"
     r"[^\n]*\n```\n> answers: (?P<expect>[^\n]+)"
+)
+REPLAY_EXAMPLE = re.compile(
+    r"```sh\n\.venv/bin/basemodel-hook replay (?P<file>\S+) --now (?P<now>\S+)\n```\n> answers: (?P<expect>[^\n]+)"
 )
 
 
 def readme_examples() -> list[re.Match[str]]:
-    return list(EXAMPLE.finditer(README))
+    return list(CURL_EXAMPLE.finditer(README))
+
+
+def readme_replay_examples() -> list[re.Match[str]]:
+    return list(REPLAY_EXAMPLE.finditer(README))
+
+
+def example_id(match: re.Match[str]) -> str:
+    return (match.groupdict().get("data") or match["file"]).split("/")[-1][:60]
 
 
 @pytest.fixture(scope="module")
@@ -68,18 +79,32 @@ def test_readme_has_a_curl_example_for_each_main_case() -> None:
             assert (REPO / data[1:]).is_file(), data
 
 
-@pytest.mark.parametrize("example", readme_examples(), ids=lambda match: match["data"].split("/")[-1][:60])
+@pytest.mark.parametrize("example", readme_examples(), ids=example_id)
 def test_readme_example_answers_what_the_readme_says(server: str, example: re.Match[str]) -> None:
     data = (REPO / example["data"][1:]).read_bytes() if example["data"].startswith("@") else example["data"].strip("'").encode()
     status, body = post(f"{server}/{example['hook']}", data)
-    expect = example["expect"]
+    assert_answer_as_described(example["hook"], example["expect"], status, body)
+
+
+@pytest.mark.parametrize("example", readme_replay_examples(), ids=example_id)
+def test_readme_replay_example_answers_what_the_readme_says(example: re.Match[str]) -> None:
+    result = subprocess.run(
+        [str(SCRIPT), "replay", example["file"], "--now", example["now"]],
+        cwd=REPO, capture_output=True, text=True, timeout=20,
+    )
+    assert result.returncode == 0, result.stderr
+    assert_answer_as_described(golden.hook_of(REPO / example["file"]), example["expect"], 200, json.loads(result.stdout))
+
+
+def assert_answer_as_described(hook: str, expect: str, status: int, body: dict) -> None:
+    """The line under a README example: an HTTP error and its body, or a 200's gist."""
     if expect.startswith("HTTP"):
         code = int(re.search(r"HTTP \*\*(\d+)\*\*", expect).group(1))
         assert status == code
         assert json.loads(re.search(r"`(\{.*\})`", expect).group(1)) == body
         return
     assert status == 200, body
-    if example["hook"] == "customize":
+    if hook == "customize":
         wanted = re.search(r"relatedResources \*\*([^*]+)\*\*", expect).group(1).split(", ")
         assert [rule["resource"] for rule in body["relatedResources"]] == wanted
         return
