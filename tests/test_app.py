@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from flask.testing import FlaskClient
@@ -119,6 +120,22 @@ def test_body_over_the_limit_gets_413(client: FlaskClient) -> None:
     assert "HOOK_MAX_REQUEST_BYTES" in reply.get_json()["error"]
 
 
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
+@pytest.mark.parametrize(("size", "status"), [(2048, 400), (2049, 413), (100_000, 413)])
+def test_a_body_is_measured_against_the_limit_however_it_is_sent(chunked: bool, size: int, status: int) -> None:
+    """A chunked body has no Content-Length to refuse up front; it must not be cut to
+    the limit and then judged as broken JSON. The 400s: a valid object without 'parent'."""
+    body = b"{" + b" " * (size - 2) + b"}"
+    sent: dict[str, Any] = (
+        {"input_stream": io.BytesIO(body), "headers": {"Transfer-Encoding": "chunked"},
+         "environ_overrides": {"wsgi.input_terminated": True}}  # as gunicorn hands a chunked body over
+        if chunked else {"data": body}
+    )
+    reply = make_client(max_request_bytes=2048).post("/sync", content_type="application/json", **sent)
+    assert reply.status_code == status, reply.get_json()
+    assert ("HOOK_MAX_REQUEST_BYTES" in reply.get_json()["error"]) == (status == 413)
+
+
 def test_unexpected_failure_gets_500_not_a_partial_200(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(*args: Any, **kwargs: Any) -> None:
         raise KeyError("boom")
@@ -195,19 +212,50 @@ def test_metrics_count_unexpected_errors_by_type(client: FlaskClient, monkeypatc
     assert 'basemodel_hook_requests_total{hook="sync",outcome="error"} 1.0' in text
 
 
-def test_one_json_log_line_per_request_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
-    client = make_client(auth_token="s3cr3t-token")
+def request_log(caplog: pytest.LogCaptureFixture, send: Callable[[], object]) -> list[str]:
+    """The request log lines written while ``send`` runs."""
     logger = logging.getLogger("hooks.requests")
     logger.addHandler(caplog.handler)
     try:
         with caplog.at_level(logging.INFO, logger="hooks.requests"):
-            client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer s3cr3t-token"})
+            send()
     finally:
         logger.removeHandler(caplog.handler)
-    [record] = [r for r in caplog.records if r.name == "hooks.requests"]
-    line = json.loads(record.getMessage())
+    return [r.getMessage() for r in caplog.records if r.name == "hooks.requests"]
+
+
+def test_one_json_log_line_per_request_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
+    client = make_client(auth_token="s3cr3t-token")
+    [message] = request_log(caplog, lambda: client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer s3cr3t-token"}))
+    line = json.loads(message)
     assert line["hook"] == "sync" and line["status"] == 200
     assert line["parent"] == {"kind": "BaseModel", "namespace": "models", "name": "llama", "generation": 1}
     assert line["decision"] == {"flow": "pvc", "state": "Failed", "reason": "PVCNotFound"}
     assert line["durationMs"] >= 0
-    assert "s3cr3t" not in record.getMessage()
+    assert "error" not in line
+    assert "s3cr3t" not in message
+
+
+TOKEN = {"Authorization": "Bearer s3cr3t-token"}
+
+
+@pytest.mark.parametrize(
+    ("send", "status", "error"),
+    [
+        (lambda client: client.post("/sync", data=b"{not json", headers=TOKEN), 400, "request body is not JSON"),
+        (lambda client: client.post("/sync", json=sync_body(parent={**PARENT, "kind": "Pod"}), headers=TOKEN), 400, "parent kind 'Pod'"),
+        (lambda client: client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer wrong"}), 401, "missing or wrong credentials"),
+        (lambda client: client.post("/sync", data=b"{" + b" " * 4096 + b"}", headers=TOKEN), 413, "HOOK_MAX_REQUEST_BYTES"),
+    ],
+    ids=["not-json", "wrong-kind", "unauthorized", "too-large"],
+)
+def test_an_error_answer_is_logged_with_its_text(
+    caplog: pytest.LogCaptureFixture, send: Callable[[FlaskClient], Any], status: int, error: str
+) -> None:
+    """Whoever reads the hook's log sees why a request was refused, not only that it was."""
+    client = make_client(auth_token=TOKEN["Authorization"].removeprefix("Bearer "), max_request_bytes=2048)
+    [message] = request_log(caplog, lambda: send(client))
+    line = json.loads(message)
+    assert line["status"] == status
+    assert error in line["error"]
+    assert "s3cr3t" not in message

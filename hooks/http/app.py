@@ -29,6 +29,8 @@ Clock = Callable[[], datetime]
 HOOKS = ("sync", "customize", "finalize")
 
 log = logging.getLogger("hooks.requests")
+# An error may quote what it refused; a huge quoted value must not make a huge log line.
+LOGGED_ERROR_CHARS = 2000
 
 
 @dataclass
@@ -39,6 +41,7 @@ class Call:
     outcome: str = "ok"
     parent: Any = None
     decision: Decision | None = None
+    error: str | None = None
 
 
 def _utc_now() -> datetime:
@@ -53,7 +56,9 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
     """Build an app; without ``settings`` they are read from the environment (the WSGI entry)."""
     settings = settings if settings is not None else Settings.from_env(os.environ)
     app = Flask(__name__)
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
+    # One byte over the limit: werkzeug cuts a chunked body (no Content-Length) at this
+    # length without a word, so only reading one byte more shows the body was too large.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes + 1
     metrics = Metrics()
     _configure_logging()
 
@@ -75,30 +80,25 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
         """Every way out is a JSON answer, and only a decision is a 200."""
         try:
             if not authorized(request.headers.get("Authorization"), settings):
-                call.outcome = "unauthorized"
-                response = _json({"error": "missing or wrong credentials"}, 401)
+                response = _refuse(call, "unauthorized", 401, "missing or wrong credentials")
                 response.headers["WWW-Authenticate"] = f'{auth_scheme(settings)} realm="basemodel-hook"'
                 return response
-            body = _parse_body()
+            body = _parse_body(settings.max_request_bytes)
             call.parent = body.get("parent") if isinstance(body, dict) else None
             if call.hook == "customize":
                 return _json(customize(body, settings))
             call.decision = sync(body, settings, clock(), finalize=call.hook == "finalize")
             return _json(call.decision.response)
         except BadRequest as error:
-            call.outcome = "bad_request"
-            return _json({"error": str(error)}, 400)
+            return _refuse(call, "bad_request", 400, str(error))
         except RequestEntityTooLarge:
-            call.outcome = "too_large"
-            return _json({"error": f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)"}, 413)
+            return _refuse(call, "too_large", 413, f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)")
         except HTTPException as error:
-            call.outcome = "bad_request"
-            return _json({"error": error.description or error.name}, error.code or 400)
+            return _refuse(call, "bad_request", error.code or 400, error.description or error.name)
         except Exception as error:  # noqa: BLE001 - any bug must become a 5xx, never a partial 200
-            call.outcome = "error"
             metrics.errors.labels(call.hook, type(error).__name__).inc()
             log.exception("hook %s failed", call.hook)
-            return _json({"error": f"internal error ({type(error).__name__}); see the hook's log"}, 500)
+            return _refuse(call, "error", 500, f"internal error ({type(error).__name__}); see the hook's log")
 
     for hook in HOOKS:
         app.add_url_rule(f"/{hook}", hook, lambda hook=hook: answer(hook), methods=["POST"])
@@ -123,12 +123,20 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
     return app
 
 
-def _parse_body() -> Any:
+def _refuse(call: Call, outcome: str, status: int, error: str) -> Response:
+    """An error answer; its text also goes into the call's log line."""
+    call.outcome, call.error = outcome, error
+    return _json({"error": error}, status)
+
+
+def _parse_body(limit: int) -> Any:
     """Metacontroller always sends JSON; anything else is refused before the core sees it.
 
     orjson, because parsing Metacontroller's requests (every child and related object in
     full) is most of what answering costs."""
     data = request.get_data(cache=False)
+    if len(data) > limit:
+        raise RequestEntityTooLarge()
     if not data:
         raise BadRequest("request body is empty; expected a JSON object")
     try:
@@ -146,6 +154,8 @@ def _log_line(call: Call, status: int, elapsed: float) -> str:
         "outcome": call.outcome,
         "durationMs": round(elapsed * 1000, 3),
     }
+    if call.error is not None:
+        line["error"] = call.error[:LOGGED_ERROR_CHARS]
     parent = call.parent
     if isinstance(parent, dict):
         metadata = field(parent, "metadata")
