@@ -14,14 +14,17 @@ import os
 import shutil
 import sys
 import tempfile
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from hooks.settings import ConfigError, Settings
 
 DEFAULT_BIND = "127.0.0.1:8080"
 GC_YOUNG_THRESHOLD = 50_000
+# Marks a PROMETHEUS_MULTIPROC_DIR as the hook's own, so a restart may clear its files.
+METRICS_DIR_MARK = ".basemodel-hook-metrics"
 
 
 def default_workers() -> int:
@@ -35,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve the hooks with gunicorn")
-    serve.add_argument("--bind", default=os.environ.get("HOOK_BIND", DEFAULT_BIND), help="address:port (HOOK_BIND)")
+    serve.add_argument("--bind", help="address:port (HOOK_BIND)")
     serve.add_argument("--workers", type=int, default=None, help="worker processes (HOOK_WORKERS)")
 
     replay = commands.add_parser("replay", help="print the hook's answer to a saved request")
@@ -47,24 +50,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.from_env(os.environ)
         if args.command == "serve":
-            return _serve(args.bind, _workers(args.workers), settings)
+            return _serve(_bind(args.bind), _workers(args.workers), settings)
         return _replay(args.file, args.hook, args.now, settings)
     except ConfigError as error:
         print(f"basemodel-hook: {error}", file=sys.stderr)
         return 2
 
 
+def _flag_or_variable(flag: object, option: str, variable: str) -> tuple[str, str | None]:
+    """The flag wins over the variable; a complaint names whichever was given."""
+    if flag is not None:
+        return option, str(flag)
+    return variable, os.environ.get(variable) or None
+
+
+def _bind(flag: str | None) -> str:
+    source, bind = _flag_or_variable(flag, "--bind", "HOOK_BIND")
+    if bind is None:
+        return DEFAULT_BIND
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"{source}={bind!r} must be host:port with a port in 0..65535, such as 127.0.0.1:8080")
+    return bind
+
+
 def _workers(flag: int | None) -> int:
-    """The flag wins over HOOK_WORKERS, which wins over the default."""
-    raw = flag if flag is not None else os.environ.get("HOOK_WORKERS")
-    if raw is None or raw == "":
+    source, raw = _flag_or_variable(flag, "--workers", "HOOK_WORKERS")
+    if raw is None:
         return default_workers()
     try:
         workers = int(raw)
     except ValueError:
-        raise ConfigError(f"HOOK_WORKERS={raw!r} is not a whole number") from None
+        raise ConfigError(f"{source}={raw!r} is not a whole number") from None
     if not 1 <= workers <= 64:
-        raise ConfigError(f"HOOK_WORKERS={workers} is outside 1..64")
+        raise ConfigError(f"{source}={workers} is outside 1..64")
     return workers
 
 
@@ -80,15 +99,7 @@ def _tls_files() -> dict[str, str]:
 
 
 def _serve(bind: str, workers: int, settings: Settings) -> int:
-    """Run gunicorn in this process.
-
-    Each worker freezes what it loaded at start out of the garbage collector's sight and
-    collects its young objects less often: a request allocates a large, acyclic JSON tree
-    that reference counting frees anyway, and collections that rescan it (and Flask's own
-    objects) would cost more than the decision."""
-    host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConfigError(f"HOOK_BIND/--bind={bind!r} must look like 127.0.0.1:8080")
+    """Run gunicorn in this process, once every option has been checked."""
     options: dict[str, Any] = {
         "bind": bind,
         "workers": workers,
@@ -101,13 +112,18 @@ def _serve(bind: str, workers: int, settings: Settings) -> int:
         "child_exit": _child_exit,
         **_tls_files(),
     }
-    metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.path.join(
-        tempfile.gettempdir(), f"basemodel-hook-metrics-{os.getpid()}"
-    )
-    shutil.rmtree(metrics_dir, ignore_errors=True)
-    os.makedirs(metrics_dir, exist_ok=True)
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    with _metrics_directory(os.environ.get("PROMETHEUS_MULTIPROC_DIR")) as metrics_dir:
+        # prometheus_client reads it once, when the app first imports it.
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+        _run_gunicorn(options, settings)
+    return 0
 
+
+def _run_gunicorn(options: dict[str, Any], settings: Settings) -> None:
+    """Each worker freezes what it loaded at start out of the garbage collector's sight and
+    collects its young objects less often: a request allocates a large, acyclic JSON tree
+    that reference counting frees anyway, and collections that rescan it (and Flask's own
+    objects) would cost more than the decision."""
     from gunicorn.app.base import BaseApplication
 
     from hooks.http.app import create_app
@@ -126,7 +142,42 @@ def _serve(bind: str, workers: int, settings: Settings) -> int:
             return app
 
     HookServer().run()
-    return 0
+
+
+@contextmanager
+def _metrics_directory(named: str | None) -> Iterator[str]:
+    """Where the workers share their metrics: the named directory, or a temporary one that
+    goes when the server stops.
+
+    Only gunicorn's master removes it: a worker's exit unwinds through here too."""
+    if named:
+        _claim_metrics_directory(Path(named))
+        yield named
+        return
+    created = tempfile.mkdtemp(prefix="basemodel-hook-metrics-")
+    master = os.getpid()
+    try:
+        yield created
+    finally:
+        if os.getpid() == master:
+            shutil.rmtree(created, ignore_errors=True)
+
+
+def _claim_metrics_directory(path: Path) -> None:
+    """Use a directory that is new, empty, or the hook's own from an earlier start (a
+    restarted container keeps its emptyDir), whose metric files then belong to processes
+    that are gone: merged, they would count old requests again. Anything else it holds is
+    someone else's, and the hook deletes nothing of theirs."""
+    variable = f"PROMETHEUS_MULTIPROC_DIR={str(path)!r}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if any(path.iterdir()) and not (path / METRICS_DIR_MARK).is_file():
+            raise ConfigError(f"{variable} holds files basemodel-hook did not write; name an empty or new directory")
+        for stale in path.glob("*.db"):
+            stale.unlink()
+        (path / METRICS_DIR_MARK).touch()
+    except OSError as error:
+        raise ConfigError(f"{variable}: {error.strerror or error}") from None
 
 
 def _child_exit(server: Any, worker: Any) -> None:
@@ -151,7 +202,12 @@ def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -
         raise ConfigError(f"--now {now!r} is not an RFC 3339 time with an offset, such as 2026-11-30T12:00:00Z")
     app = create_app(settings, clock=lambda: moment)
     answer = app.test_client().post(f"/{hook}", json=body)
-    print(json.dumps(answer.get_json(), indent=2))
+    try:
+        print(json.dumps(answer.get_json(), indent=2), flush=True)
+    except BrokenPipeError:
+        # The reader (``| head``) took what it wanted. Point stdout at /dev/null so that
+        # Python's own flush at exit does not complain about the closed pipe either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0 if answer.status_code == 200 else 1
 
 

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,8 @@ from tests import golden
 from tests.live_server import free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text(encoding="utf-8")
+README_FILE = REPO / "README.md"
+README = README_FILE.read_text(encoding="utf-8")
 SCRIPT = Path(sys.executable).with_name("basemodel-hook")
 CURL_EXAMPLE = re.compile(
     r"```sh\ncurl -s -X POST localhost:8080/(?P<hook>\w+) -H 'Content-Type: application/json' -d (?P<data>'[^']*'|\S+)"
@@ -44,14 +48,20 @@ def example_id(match: re.Match[str]) -> str:
     return (match.groupdict().get("data") or match["file"]).split("/")[-1][:60]
 
 
+@contextmanager
+def serving(log: Path, env: dict[str, str] | None = None, workers: int = 2) -> Iterator[str]:
+    """``basemodel-hook serve`` on a free port, ready to answer, stopped afterwards."""
+    port = free_port()
+    argv = [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
+    with running(argv, port, log, cwd=REPO, env=env):
+        yield f"http://127.0.0.1:{port}"
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``basemodel-hook serve`` as the README starts it, on a free port, stopped afterwards."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "serve.log"
-    argv = [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
-    with running(argv, port, log, cwd=REPO):
-        yield f"http://127.0.0.1:{port}"
+    """The server as the README starts it."""
+    with serving(tmp_path_factory.mktemp("server") / "serve.log") as base:
+        yield base
 
 
 def post(url: str, data: bytes) -> tuple[int, dict]:
@@ -117,16 +127,37 @@ def assert_answer_as_described(hook: str, expect: str, status: int, body: dict) 
     assert kinds == ([] if children == "none" else children.split(", "))
 
 
-def test_bad_configuration_stops_serve_naming_the_variable() -> None:
-    result = subprocess.run(
-        [str(SCRIPT), "serve", "--bind", "127.0.0.1:1"],
-        env={**os.environ, "JOB_BACKOFF_LIMIT": "9"},
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    assert result.returncode == 2
-    assert "JOB_BACKOFF_LIMIT" in result.stderr
+def serve_refusal(args: list[str], env: dict[str, str]) -> str:
+    """What ``serve`` says when it refuses to start: exit status 2 and one line.
+
+    Unless the case is about the address, it is one already taken, so that a server that
+    starts after all fails at once instead of answering on someone's port."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        if "--bind" not in args and "HOOK_BIND" not in env:
+            args = [*args, "--bind", "127.0.0.1:%d" % taken.getsockname()[1]]
+        result = subprocess.run(
+            [str(SCRIPT), "serve", *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=20
+        )
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+    return result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        ([], {"JOB_BACKOFF_LIMIT": "9"}, "JOB_BACKOFF_LIMIT="),
+        (["--bind", "127.0.0.1:70000"], {}, "--bind="),
+        ([], {"HOOK_BIND": "0.0.0.0:65536"}, "HOOK_BIND="),
+        (["--workers", "0"], {"HOOK_WORKERS": "3"}, "--workers="),
+        ([], {"HOOK_WORKERS": "0"}, "HOOK_WORKERS="),
+    ],
+    ids=["job-backoff", "bind-flag-port", "bind-variable-port", "workers-flag", "workers-variable"],
+)
+def test_bad_configuration_stops_serve_naming_what_was_given(args: list[str], env: dict[str, str], named: str) -> None:
+    assert named in serve_refusal(args, env)
 
 
 def test_replay_prints_the_golden_answer_at_the_fixture_clock() -> None:
@@ -139,6 +170,48 @@ def test_replay_prints_the_golden_answer_at_the_fixture_clock() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == golden.load(golden.response_file(request_file))
+
+
+def test_replay_into_a_pipe_closed_early_ends_quietly() -> None:
+    """As ``basemodel-hook replay … | head`` does: the reader is gone before the answer."""
+    request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
+    reader, writer = os.pipe()
+    process = subprocess.Popen(
+        [str(SCRIPT), "replay", str(request_file), "--now", "2026-11-30T12:00:00Z"],
+        stdout=writer, stderr=subprocess.PIPE, text=True,
+    )
+    os.close(writer)
+    os.close(reader)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr
+    assert [json.loads(line)["hook"] for line in stderr.splitlines()] == ["sync"]
+
+
+def test_serve_removes_the_metrics_directory_it_created(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
+    env["TMPDIR"] = str(tmp_path)
+    with serving(tmp_path / "serve.log", env, workers=1):
+        assert len(list(tmp_path.glob("basemodel-hook-metrics-*"))) == 1
+    assert list(tmp_path.glob("basemodel-hook-metrics-*")) == []
+
+
+def test_serve_refuses_a_metrics_directory_holding_someone_elses_files(tmp_path: Path) -> None:
+    (tmp_path / "counter_1.db").write_bytes(b"not the hook's")
+    (tmp_path / "notes.txt").write_text("mine")
+    assert "PROMETHEUS_MULTIPROC_DIR=" in serve_refusal([], {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)})
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["counter_1.db", "notes.txt"]
+
+
+def test_serve_clears_only_the_metric_files_of_its_own_earlier_start(tmp_path: Path) -> None:
+    """A restarted container finds its emptyDir as the last run left it."""
+    metrics = tmp_path / "metrics"
+    with serving(tmp_path / "first.log", {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(metrics)}, workers=1) as base:
+        post(f"{base}/customize", (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes())
+    assert list(metrics.glob("*.db"))
+    (metrics / "notes.txt").write_text("someone's")
+    with serving(tmp_path / "second.log", {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(metrics)}, workers=1) as base:
+        assert customize_count(base) == 0
+    assert (metrics / "notes.txt").read_text() == "someone's"
 
 
 def customize_count(server: str) -> float:
@@ -194,6 +267,20 @@ def test_a_client_that_hangs_up_mid_body_gets_a_400_and_the_server_goes_on(serve
     while requests_counted(server, "sync", "bad_request") - before < 5 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert requests_counted(server, "sync", "bad_request") - before == 5
+
+
+def test_a_chunked_body_over_the_limit_gets_413(server: str) -> None:
+    """No Content-Length to refuse up front: the server must count what it reads."""
+    limit = 32 * 1024 * 1024
+    chunk = b" " * (1024 * 1024)
+    chunks = [b"{", *[chunk] * (limit // len(chunk)), b'"parent": {}}']
+    connection = http.client.HTTPConnection(server.removeprefix("http://"), timeout=30)
+    try:
+        connection.request("POST", "/sync", body=iter(chunks), headers={"Content-Type": "application/json"}, encode_chunked=True)
+        reply = connection.getresponse()
+        assert (reply.status, json.loads(reply.read())) == (413, {"error": f"request body over {limit} bytes (HOOK_MAX_REQUEST_BYTES)"})
+    finally:
+        connection.close()
 
 
 def server_processes(server: str) -> tuple[int, set[int]]:
