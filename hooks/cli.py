@@ -12,6 +12,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import ssl
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ DEFAULT_BIND = "127.0.0.1:8080"
 GC_YOUNG_THRESHOLD = 50_000
 # Marks a PROMETHEUS_MULTIPROC_DIR as the hook's own, so a restart may clear its files.
 METRICS_DIR_MARK = ".basemodel-hook-metrics"
+TLS_VARIABLES = ("HOOK_TLS_CERT_FILE", "HOOK_TLS_KEY_FILE", "HOOK_TLS_CLIENT_CA_FILE")
 
 
 def default_workers() -> int:
@@ -87,15 +89,38 @@ def _workers(flag: int | None) -> int:
     return workers
 
 
-def _tls_files() -> dict[str, str]:
-    """TLS is gunicorn's job; both files or neither."""
-    cert, key = os.environ.get("HOOK_TLS_CERT_FILE", ""), os.environ.get("HOOK_TLS_KEY_FILE", "")
+def _tls_options() -> dict[str, Any]:
+    """TLS is gunicorn's job: a certificate and key, or neither. With a client CA as well,
+    only a client holding a certificate signed by it gets through the handshake, as
+    Metacontroller presents one from its webhook's ``clientTLS``.
+
+    The files are loaded here once, so that a wrong one stops the server with one line
+    instead of failing every worker's start or every handshake."""
+    cert, key, client_ca = (os.environ.get(variable, "") for variable in TLS_VARIABLES)
     if bool(cert) != bool(key):
         raise ConfigError("HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE must be set together")
-    for variable, path in (("HOOK_TLS_CERT_FILE", cert), ("HOOK_TLS_KEY_FILE", key)):
-        if path and not os.path.isfile(path):
+    if client_ca and not cert:
+        raise ConfigError(
+            "HOOK_TLS_CLIENT_CA_FILE needs HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE: "
+            "client certificates are asked for only over HTTPS"
+        )
+    for variable, path in zip(TLS_VARIABLES, (cert, key, client_ca)):
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
             raise ConfigError(f"{variable}={path!r} is not a readable file")
-    return {"certfile": cert, "keyfile": key} if cert else {}
+    if not cert:
+        return {}
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except ssl.SSLError as error:
+        raise ConfigError(f"HOOK_TLS_CERT_FILE/HOOK_TLS_KEY_FILE: not a PEM certificate and its key ({error})") from None
+    if not client_ca:
+        return {"certfile": cert, "keyfile": key}
+    try:
+        context.load_verify_locations(cafile=client_ca)
+    except ssl.SSLError as error:
+        raise ConfigError(f"HOOK_TLS_CLIENT_CA_FILE={client_ca!r} holds no PEM CA certificate ({error})") from None
+    return {"certfile": cert, "keyfile": key, "ca_certs": client_ca, "cert_reqs": ssl.CERT_REQUIRED}
 
 
 def _serve(bind: str, workers: int, settings: Settings) -> int:
@@ -110,7 +135,7 @@ def _serve(bind: str, workers: int, settings: Settings) -> int:
         "accesslog": None,
         "worker_tmp_dir": tempfile.gettempdir(),
         "child_exit": _child_exit,
-        **_tls_files(),
+        **_tls_options(),
     }
     with _metrics_directory(os.environ.get("PROMETHEUS_MULTIPROC_DIR")) as metrics_dir:
         # prometheus_client reads it once, when the app first imports it.

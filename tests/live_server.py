@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -24,8 +25,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(argv: list[str], port: int, log: Path, **popen: Any) -> Iterator[subprocess.Popen[bytes]]:
-    """Start the server, wait until /readyz answers, and stop it afterwards.
+def running(
+    argv: list[str], port: int, log: Path, tls: ssl.SSLContext | None = None, **popen: Any
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Start the server, wait until /readyz answers (over HTTPS with ``tls``), and stop it afterwards.
 
     Its output goes to ``log``: a pipe nobody reads would fill up and stall the server."""
     with log.open("wb") as sink:
@@ -34,7 +37,7 @@ def running(argv: list[str], port: int, log: Path, **popen: Any) -> Iterator[sub
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline and process.poll() is None:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as reply:
+                with urllib.request.urlopen(f"{'https' if tls else 'http'}://127.0.0.1:{port}/readyz", timeout=1, context=tls) as reply:
                     if reply.status == 200:
                         break
             except OSError:

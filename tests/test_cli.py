@@ -49,12 +49,12 @@ def example_id(match: re.Match[str]) -> str:
 
 
 @contextmanager
-def serving(log: Path, env: dict[str, str] | None = None, workers: int = 2) -> Iterator[str]:
+def serving(log: Path, env: dict[str, str] | None = None, workers: int = 2, tls: ssl.SSLContext | None = None) -> Iterator[str]:
     """``basemodel-hook serve`` on a free port, ready to answer, stopped afterwards."""
     port = free_port()
     argv = [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)]
-    with running(argv, port, log, cwd=REPO, env=env):
-        yield f"http://127.0.0.1:{port}"
+    with running(argv, port, log, tls, cwd=REPO, env=env):
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +153,16 @@ def serve_refusal(args: list[str], env: dict[str, str]) -> str:
         ([], {"HOOK_BIND": "0.0.0.0:65536"}, "HOOK_BIND="),
         (["--workers", "0"], {"HOOK_WORKERS": "3"}, "--workers="),
         ([], {"HOOK_WORKERS": "0"}, "HOOK_WORKERS="),
+        ([], {"HOOK_TLS_CLIENT_CA_FILE": str(README_FILE)}, "HOOK_TLS_CLIENT_CA_FILE needs HOOK_TLS_CERT_FILE"),
+        (
+            [],
+            {"HOOK_TLS_CERT_FILE": str(README_FILE), "HOOK_TLS_KEY_FILE": str(README_FILE), "HOOK_TLS_CLIENT_CA_FILE": "/nonexistent/ca.crt"},
+            "HOOK_TLS_CLIENT_CA_FILE='/nonexistent/ca.crt' is not a readable file",
+        ),
+        ([], {"HOOK_TLS_CERT_FILE": str(README_FILE), "HOOK_TLS_KEY_FILE": str(README_FILE)}, "HOOK_TLS_CERT_FILE/HOOK_TLS_KEY_FILE"),
     ],
-    ids=["job-backoff", "bind-flag-port", "bind-variable-port", "workers-flag", "workers-variable"],
+    ids=["job-backoff", "bind-flag-port", "bind-variable-port", "workers-flag", "workers-variable",
+         "client-ca-without-certificate", "client-ca-unreadable", "certificate-not-pem"],
 )
 def test_bad_configuration_stops_serve_naming_what_was_given(args: list[str], env: dict[str, str], named: str) -> None:
     assert named in serve_refusal(args, env)
@@ -317,32 +325,74 @@ def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str)
     assert all(post(f"{server}/customize", body)[0] == 200 for _ in range(20))
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a throwaway certificate")
-def test_serve_speaks_tls_with_the_configured_certificate(tmp_path: Path) -> None:
-    import ssl
+needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make throwaway certificates")
 
-    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )
-    port = free_port()
-    env = {**os.environ, "HOOK_TLS_CERT_FILE": str(cert), "HOOK_TLS_KEY_FILE": str(key)}
-    process = subprocess.Popen([str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    context = ssl.create_default_context(cafile=str(cert))
-    context.check_hostname = False
+
+def certificate(folder: Path, name: str, issuer: str | None = None, *extensions: str) -> tuple[Path, Path]:
+    """A P-256 certificate and key valid for two days, self-signed or signed by ``issuer``'s."""
+    cert, key = folder / f"{name}.crt", folder / f"{name}.key"
+    signed = ["-CA", str(folder / f"{issuer}.crt"), "-CAkey", str(folder / f"{issuer}.key")] if issuer else []
+    command = ["openssl", "req", "-x509", *signed, "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+               "-days", "2", "-subj", f"/CN={name}", "-keyout", str(key), "-out", str(cert)]
+    for extension in extensions:
+        command += ["-addext", extension]
+    subprocess.run(command, check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def certificate_authority(folder: Path, name: str) -> Path:
+    return certificate(folder, name, None, "basicConstraints=critical,CA:TRUE", "keyUsage=critical,keyCertSign")[0]
+
+
+def server_certificate(folder: Path, issuer: str) -> dict[str, str]:
+    """The hook's certificate for 127.0.0.1, as HOOK_TLS_* variables."""
+    cert, key = certificate(folder, "hook", issuer, "subjectAltName=IP:127.0.0.1", "basicConstraints=critical,CA:FALSE")
+    return {"HOOK_TLS_CERT_FILE": str(cert), "HOOK_TLS_KEY_FILE": str(key)}
+
+
+def client_context(server_ca: Path, client: tuple[Path, Path] | None = None) -> ssl.SSLContext:
+    """What Metacontroller does: check the hook's certificate with the caBundle, present clientTLS."""
+    context = ssl.create_default_context(cafile=str(server_ca))
+    if client:
+        context.load_cert_chain(str(client[0]), str(client[1]))
+    return context
+
+
+def refused_by_tls(url: str, context: ssl.SSLContext) -> bool:
+    """True when the TLS layer refuses the client, so no HTTP answer is ever sent."""
     try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", timeout=1, context=context) as reply:
-                    assert reply.status == 200
-                    return
-            except (OSError, ssl.SSLError):
-                time.sleep(0.1)
-        pytest.fail(f"no TLS answer (exit code {process.poll()})")
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+        with urllib.request.urlopen(url, timeout=10, context=context):
+            return False
+    except urllib.error.HTTPError:
+        return False
+    except urllib.error.URLError as error:
+        return isinstance(error.reason, (ssl.SSLError, ConnectionError))
+    except (ssl.SSLError, ConnectionError):
+        return True
+
+
+@needs_openssl
+def test_serve_speaks_tls_with_the_configured_certificate(tmp_path: Path) -> None:
+    ca = certificate_authority(tmp_path, "ca")
+    env = {**os.environ, **server_certificate(tmp_path, "ca")}
+    with serving(tmp_path / "serve.log", env, workers=1, tls=client_context(ca)) as base:
+        body = (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()
+        request = urllib.request.Request(f"{base}/customize", data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10, context=client_context(ca)) as reply:
+            assert reply.status == 200
+
+
+@needs_openssl
+def test_with_a_client_ca_serve_answers_only_clients_whose_certificate_that_ca_signed(tmp_path: Path) -> None:
+    ca = certificate_authority(tmp_path, "ca")
+    client_ca = certificate_authority(tmp_path, "metacontroller-ca")
+    metacontroller = certificate(tmp_path, "metacontroller", "metacontroller-ca", "extendedKeyUsage=clientAuth")
+    certificate_authority(tmp_path, "stranger-ca")
+    stranger = certificate(tmp_path, "stranger", "stranger-ca", "extendedKeyUsage=clientAuth")
+    env = {**os.environ, **server_certificate(tmp_path, "ca"), "HOOK_TLS_CLIENT_CA_FILE": str(client_ca)}
+    trusted = client_context(ca, metacontroller)
+    with serving(tmp_path / "serve.log", env, workers=1, tls=trusted) as base:
+        assert refused_by_tls(f"{base}/readyz", client_context(ca))
+        assert refused_by_tls(f"{base}/readyz", client_context(ca, stranger))
+        with urllib.request.urlopen(f"{base}/readyz", timeout=10, context=trusted) as reply:
+            assert reply.status == 200
