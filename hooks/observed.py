@@ -25,7 +25,6 @@ CLUSTER_ROLES = "ClusterRole.rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE_BINDINGS = "ClusterRoleBinding.rbac.authorization.k8s.io/v1"
 PVCS = "PersistentVolumeClaim.v1"
 PODS = "Pod.v1"
-CONFIG_MAPS = "ConfigMap.v1"
 NODES = "Node.v1"
 
 
