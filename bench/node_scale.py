@@ -12,9 +12,10 @@ as OME's agents write them. Then, for one model:
   asked for, as the API server stores them: last-applied annotation, managedFields,
   ownerReferences), and the model's request holds its own entries and the summary.
 
-Each design's core (``hooks.sync.sync`` on the parsed request, JSON parsing excluded) is
-timed in its own child process, the two taking turns for ``--rounds`` rounds; the table
-shows the median of every run of every round. It also prints what the index stores at the
+Each design's core (``hooks.sync.sync`` on the parsed request) and, apart, the parsing
+of its request (orjson, as the HTTP shell does) are timed in a child process of their
+own, the two designs taking turns for ``--rounds`` rounds; the table shows the median of
+every run of every round. It also prints what the index stores at the
 largest size against the ConfigMaps it indexes, and what a decorator sync costs (the
 price of a Node heartbeat, which no longer wakes any model).
 
@@ -50,7 +51,9 @@ from hooks.settings import Settings
 from hooks.sync import sync
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURE = REPO / "tests" / "fixtures" / "sync" / "basemodel-hf-ready-on-some-nodes.request.json"
+FIXTURES = REPO / "tests" / "fixtures"
+MODEL_FIXTURE = FIXTURES / "sync" / "basemodel-hf-ready-on-some-nodes.request.json"
+NODE_FIXTURE = FIXTURES / "nodes" / "sync" / "configmap-first-sync-asks-for-entries.request.json"
 BASELINE = "12624f6"  # the last commit whose node flow read every ConfigMap and every Node
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
 CREATED = "2026-11-30T11:30:00Z"
@@ -62,16 +65,18 @@ from datetime import datetime, timezone
 import orjson, hooks
 from hooks.settings import Settings
 from hooks.sync import sync
-body = orjson.loads(open(sys.argv[1], "rb").read())
+raw = open(sys.argv[1], "rb").read()
 now = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
-times = []
+parse, core = [], []
 for _ in range(int(sys.argv[2])):
     started = time.perf_counter()
+    body = orjson.loads(raw)
+    parsed = time.perf_counter()
     sync(body, Settings(), now)
-    times.append(time.perf_counter() - started)
-print(json.dumps({"hooks": hooks.__file__, "times": times}))
+    parse.append(parsed - started)
+    core.append(time.perf_counter() - parsed)
+print(json.dumps({"hooks": hooks.__file__, "parse": parse, "core": core}))
 """
-
 
 def compact(obj: Any) -> bytes:
     return orjson.dumps(obj)
@@ -121,6 +126,18 @@ def stored(desired: dict[str, Any], owner: dict[str, Any], serial: int) -> dict[
         "uid": uid(f"{obj['kind']}/{metadata['name']}"),
     })
     return json.loads(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS))
+
+
+def server_side_applied(obj: dict[str, Any]) -> dict[str, Any]:
+    """The same object had Metacontroller run with ``--apply-strategy=server-side-apply``:
+    no last-applied copy of itself, and an ``Apply`` managedFields entry."""
+    applied = copy.deepcopy(obj)
+    metadata = applied["metadata"]
+    del metadata["annotations"]["metacontroller.k8s.io/last-applied-configuration"]
+    (managed,) = metadata["managedFields"]
+    del managed["fieldsV1"]["f:metadata"]["f:annotations"]["f:metacontroller.k8s.io/last-applied-configuration"]
+    managed["operation"] = "Apply"
+    return applied
 
 
 def node_object(template: dict[str, Any], name: str) -> dict[str, Any]:
@@ -226,9 +243,10 @@ def decorator_controller() -> dict[str, Any]:
 
 def build(nodes: int, models: int) -> dict[str, Any]:
     """Both requests for the first model, the index, and what it cost to store."""
-    fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    node_template = fixture["related"]["Node.v1"]["10.0.10.105"]
-    cm_template = fixture["related"]["ConfigMap.v1"]["ome/10.0.10.105"]
+    fixture = json.loads(MODEL_FIXTURE.read_text(encoding="utf-8"))
+    node_fixture = json.loads(NODE_FIXTURE.read_text(encoding="utf-8"))
+    node_template = node_fixture["related"]["Node.v1"]["10.0.10.105"]
+    cm_template = node_fixture["parent"]
     parent = fixture["parent"]
     entries = model_entries(cm_template["data"]["models.basemodel.llama-3.1-8b-instruct"], parent, models)
     names = [f"10.0.{i // 250}.{i % 250 + 1}" for i in range(nodes)]
@@ -265,8 +283,8 @@ def baseline_tree(commit: str) -> str:
     return target
 
 
-def time_core(tree: str, request_file: str, runs: int) -> list[float]:
-    """One child process: parse the request once, then time the core ``runs`` times.
+def time_core(tree: str, request_file: str, runs: int) -> dict[str, list[float]]:
+    """One child process: parse the request and run the core, ``runs`` times, timing each.
 
     Without ``site`` (``-S``) the editable install's import hook is not loaded, and the
     child runs outside the repository, so ``hooks`` comes from ``tree`` and only the
@@ -276,7 +294,7 @@ def time_core(tree: str, request_file: str, runs: int) -> list[float]:
                          cwd=tempfile.gettempdir(), capture_output=True, check=True, text=True).stdout
     result = json.loads(out)
     assert result["hooks"].startswith(tree), result["hooks"]
-    return result["times"]
+    return result
 
 
 def main() -> None:
@@ -288,22 +306,26 @@ def main() -> None:
     trees = {"before": baseline_tree(args.baseline), "after": str(REPO)}
     workdir = tempfile.mkdtemp(prefix="node-scale-")
     print(f"{'nodes':>5} {'models':>6} | {'before MiB':>10} {'after MiB':>9} {'ratio':>6} | "
-          f"{'before ms':>9} {'after ms':>8} {'ratio':>6}")
+          f"{'before ms':>9} {'after ms':>8} {'ratio':>6} | {'parse before':>12} {'after ms':>8}")
     largest: dict[str, Any] = {}
     for nodes, models in SIZES:
         built = build(nodes, models)
-        sizes, times = {}, {name: [] for name in trees}
+        sizes = {}
+        times: dict[str, dict[str, list[float]]] = {name: {"parse": [], "core": []} for name in trees}
         for name in trees:
             path = Path(workdir, f"{name}-{nodes}-{models}.json")
             path.write_bytes(compact(built[name]))
             sizes[name] = path.stat().st_size
         for _ in range(args.rounds):
             for name, tree in trees.items():
-                times[name] += time_core(tree, str(Path(workdir, f"{name}-{nodes}-{models}.json")), args.runs)
-        medians = {name: statistics.median(values) * 1000 for name, values in times.items()}
+                result = time_core(tree, str(Path(workdir, f"{name}-{nodes}-{models}.json")), args.runs)
+                for part in ("parse", "core"):
+                    times[name][part] += result[part]
+        core = {name: statistics.median(parts["core"]) * 1000 for name, parts in times.items()}
+        parse = {name: statistics.median(parts["parse"]) * 1000 for name, parts in times.items()}
         print(f"{nodes:5} {models:6} | {sizes['before'] / 2**20:10.2f} {sizes['after'] / 2**20:9.3f} "
-              f"{sizes['before'] / sizes['after']:5.0f}x | {medians['before']:9.2f} {medians['after']:8.2f} "
-              f"{medians['before'] / medians['after']:5.1f}x")
+              f"{sizes['before'] / sizes['after']:5.0f}x | {core['before']:9.2f} {core['after']:8.2f} "
+              f"{core['before'] / core['after']:5.1f}x | {parse['before']:12.1f} {parse['after']:8.1f}")
         largest = {**built, "nodes": nodes, "models": models}
     index: Index = largest["index"]
     entry_bytes = sum(len(compact(obj)) for obj in index.entries)
@@ -315,6 +337,9 @@ def main() -> None:
           f"{len(index.markers)} NodeIndex {marker_bytes / 2**20:.2f} MiB, 1 NodeIndexSummary {summary_bytes / 1024:.0f} KiB")
     print(f"  total {total / 2**20:.1f} MiB against {largest['configmap_bytes'] / 2**20:.1f} MiB of ConfigMaps "
           f"({total / largest['configmap_bytes']:.2f}x); Nodes average {largest['node_bytes'] / 1024:.1f} KiB")
+    applied = sum(len(compact(server_side_applied(obj))) for obj in (*index.entries, *index.markers, index.summary))
+    print(f"  with Metacontroller's --apply-strategy=server-side-apply (no last-applied copy): {applied / 2**20:.1f} MiB "
+          f"({applied / largest['configmap_bytes']:.2f}x)")
     print(f"  one decorator sync (a Node heartbeat, an entry change): {index.decorator_request_bytes / 1024:.0f} KiB; "
           f"the summary's sync (a node indexed or gone): {index.summary_request_bytes / 2**20:.2f} MiB")
 
