@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -55,7 +56,7 @@ def keyed(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}".lstrip("/"): o for o in objects}
 
 
-def sync_configmap(cm: dict[str, Any], nodes: list[dict[str, Any]], observed: list[dict[str, Any]] = ()) -> dict[str, Any]:
+def sync_configmap(cm: dict[str, Any], nodes: list[dict[str, Any]], observed: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     children = {type_key: {} for type_key in (NODE_MODEL_STATUSES, NODE_INDEXES, NODE_INDEX_SUMMARIES)}
     for obj in observed:
         children[f"{obj['kind']}.{obj['apiVersion']}"].update(keyed([obj]))

@@ -4,6 +4,7 @@ rules applied to what the node index says about a model."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from hooks.nodes.index_objects import node_index_summary, node_model_status
@@ -65,7 +66,7 @@ def model(status: dict[str, Any] | None = None) -> Any:
     })
 
 
-def report(entries: list[tuple[str, str | None]], indexed: list[str] | None, gone: list[str] = (),
+def report(entries: list[tuple[str, str | None]], indexed: list[str] | None, gone: Sequence[str] = (),
            status: dict[str, Any] | None = None, key: str = KEY) -> Any:
     objects = [node_model_status("ome", node, key, state) for node, state in entries]
     summaries = [] if indexed is None else [node_index_summary("ome", indexed, list(gone))]
