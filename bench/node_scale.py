@@ -274,13 +274,11 @@ def build(nodes: int, models: int) -> dict[str, Any]:
     }
 
 
-def baseline_tree(commit: str) -> str:
-    """The baseline's ``hooks`` package, extracted from git into a temporary directory."""
+def extract_baseline(commit: str, target: str) -> None:
+    """The baseline's ``hooks`` package, extracted from git into ``target``."""
     archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "hooks"], capture_output=True, check=True).stdout
-    target = tempfile.mkdtemp(prefix="node-scale-baseline-")
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(target, filter="data")
-    return target
 
 
 def time_core(tree: str, request_file: str, runs: int) -> dict[str, list[float]]:
@@ -303,8 +301,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="timed core calls per round and design")
     parser.add_argument("--baseline", default=BASELINE, help="commit of the design before the node index")
     args = parser.parse_args()
-    trees = {"before": baseline_tree(args.baseline), "after": str(REPO)}
-    workdir = tempfile.mkdtemp(prefix="node-scale-")
+    with tempfile.TemporaryDirectory(prefix="node-scale-") as workdir:
+        extract_baseline(args.baseline, str(Path(workdir, "baseline")))
+        measure({"before": str(Path(workdir, "baseline")), "after": str(REPO)}, workdir, args.rounds, args.runs)
+
+
+def measure(trees: dict[str, str], workdir: str, rounds: int, runs: int) -> None:
+    """The table, then what the index stores at the largest size."""
     print(f"{'nodes':>5} {'models':>6} | {'before MiB':>10} {'after MiB':>9} {'ratio':>6} | "
           f"{'before ms':>9} {'after ms':>8} {'ratio':>6} | {'parse before':>12} {'after ms':>8}")
     largest: dict[str, Any] = {}
@@ -316,9 +319,9 @@ def main() -> None:
             path = Path(workdir, f"{name}-{nodes}-{models}.json")
             path.write_bytes(compact(built[name]))
             sizes[name] = path.stat().st_size
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             for name, tree in trees.items():
-                result = time_core(tree, str(Path(workdir, f"{name}-{nodes}-{models}.json")), args.runs)
+                result = time_core(tree, str(Path(workdir, f"{name}-{nodes}-{models}.json")), runs)
                 for part in ("parse", "core"):
                     times[name][part] += result[part]
         core = {name: statistics.median(parts["core"]) * 1000 for name, parts in times.items()}
