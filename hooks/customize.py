@@ -2,8 +2,8 @@
 
 Metacontroller caches this answer per parent generation, so the rules depend on the spec
 alone. A model asks only for what its flow reads: a PVC model never sees the nodes'
-ConfigMaps (OME's watch "filtered to exclude PVC models"), a node-flow model never sees
-a PVC.
+ConfigMaps' index (OME's watch "filtered to exclude PVC models"), a node-flow model never
+sees a PVC.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 
 def customize(body: Any, settings: Settings) -> dict[str, Any]:
     """The PVC by name and the model's Job pods (whose messages explain failures), or the
-    node flow's ConfigMaps and Nodes; nothing for a URI that does not parse."""
+    model's part of the node index; nothing for a URI that does not parse."""
     model = read_model(read_request(body)["parent"])
     if not is_pvc_uri(model.storage_uri):
-        return {"relatedResources": node_status.customize_rules(settings.ome_namespace)}
+        return {"relatedResources": node_status.customize_rules(model, settings.ome_namespace)}
     try:
         location = parse_pvc_uri(model.storage_uri, model.namespace)
     except StorageURIError:

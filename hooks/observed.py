@@ -25,7 +25,6 @@ CLUSTER_ROLES = "ClusterRole.rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE_BINDINGS = "ClusterRoleBinding.rbac.authorization.k8s.io/v1"
 PVCS = "PersistentVolumeClaim.v1"
 PODS = "Pod.v1"
-CONFIG_MAPS = "ConfigMap.v1"
 NODES = "Node.v1"
 
 
@@ -130,6 +129,8 @@ def object_group(request: dict[str, Any], section: str, type_key: str, *, requir
             raise BadRequest(f"request '{section}.{type_key}' holds an entry that is not an object with metadata")
         if not _non_empty_text(item["metadata"].get("name")):
             raise BadRequest(f"request '{section}.{type_key}' holds an object without metadata.name")
+        if not isinstance(item["metadata"].get("namespace", ""), str):
+            raise BadRequest(f"request '{section}.{type_key}' holds an object whose metadata.namespace is not a string")
         found.append(item)
     return sorted(found, key=lambda item: (item["metadata"].get("namespace") or "", item["metadata"]["name"]))
 

@@ -12,14 +12,13 @@ from datetime import datetime
 from typing import Any
 
 from hooks.nodes import node_status
+from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.pvc.extraction import FAILURE_REASONS, METADATA_READY, plan_extraction
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
-    CONFIG_MAPS,
     JOBS,
-    NODES,
     PODS,
     PVCS,
     ROLE_BINDINGS,
@@ -140,8 +139,8 @@ def _node_flow(
     """OME's status for downloaded models; never a child, so leftovers of a PVC past go."""
     report = node_status.read_node_report(
         model,
-        object_group(request, "related", CONFIG_MAPS, required=True),
-        object_group(request, "related", NODES, required=True),
+        object_group(request, "related", NODE_MODEL_STATUSES, required=True),
+        object_group(request, "related", NODE_INDEX_SUMMARIES, required=True),
         settings.ome_namespace,
     )
     condition = node_status.node_condition(report, finalizing)

@@ -1,8 +1,8 @@
 """Golden files: each fixture is a saved Metacontroller request and the answer we expect.
 
 ``tests/fixtures/<hook>/<case>.request.json`` is the body Metacontroller would POST to
-``/<hook>``; ``<case>.response.json`` beside it is the expected 200 answer at the fixed
-clock ``FIXTURE_NOW``. After a deliberate behaviour change, regenerate the answers with
+``/<hook>`` (``nodes/sync`` is the folder of ``/nodes/sync``); ``<case>.response.json``
+beside it is the expected 200 answer at the fixed clock ``FIXTURE_NOW``. After a deliberate behaviour change, regenerate the answers with
 
     python -m tests.golden
 
@@ -25,7 +25,7 @@ from hooks.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
-HOOKS = ("sync", "customize", "finalize")
+HOOKS = ("sync", "customize", "finalize", "nodes/customize", "nodes/sync")
 
 
 def fixture_settings() -> Settings:
@@ -43,7 +43,7 @@ def cases() -> list[Path]:
 
 
 def hook_of(request_file: Path) -> str:
-    return request_file.parent.name
+    return request_file.parent.relative_to(FIXTURES).as_posix()
 
 
 def response_file(request_file: Path) -> Path:

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from hooks.http.app import create_app
-from hooks.nodes.node_status import configmap_key
+from hooks.nodes.ome_keys import configmap_key
 from hooks.settings import Settings
 from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
 from tests.metacontroller.kubernetes import Agent, JobController, NodeAgents, PVCBinder, Run, TTLController
@@ -105,13 +105,14 @@ def world(kind: str, plan: list[Run] | None = None, *, ignore_status_changes: bo
     nodes = NodeAgents(sim)
     for node in NODES:
         nodes.add_node(node)
+    chosen = hook(sim) if hook else core_hook(SETTINGS, sim.clock)
+    install_node_index(sim, chosen)
     if pvc is not None:
         binder.create(NAMESPACE, PVC, phase="Pending")
         if pvc == "Bound":
             binder.bind(NAMESPACE, PVC)
     built = World(kind, sim, binder, agent, nodes)
     built._watch(sim.clock.now)
-    chosen = hook(sim) if hook else core_hook(SETTINGS, sim.clock)
     for manifest in manifests("compositecontrollers.yaml"):
         manifest = copy.deepcopy(manifest)
         if ignore_status_changes is not None:
@@ -121,6 +122,17 @@ def world(kind: str, plan: list[Run] | None = None, *, ignore_status_changes: bo
         sim.add_controller(manifest, chosen)
     sim.settle()
     return built
+
+
+def install_node_index(sim: Simulator, hook: Hook) -> None:
+    """The hook's Namespace (the node index summary's parent) and the DecoratorController,
+    given a second to index the nodes (Metacontroller retries a sync whose related
+    informer has not synced yet), so each story starts with the index built."""
+    (namespace,) = manifests("namespace.yaml")
+    sim.cluster.create(copy.deepcopy(namespace))
+    for manifest in manifests("decoratorcontroller.yaml"):
+        sim.add_controller(manifest, hook)
+    sim.advance(1)
 
 
 def ready_world(kind: str, **options: Any) -> World:

@@ -59,7 +59,7 @@ def sync_body(**changes: Any) -> dict[str, Any]:
         (b'{"parent": "llama"}', "no 'parent'"),
     ],
 )
-@pytest.mark.parametrize("hook", ["sync", "customize", "finalize"])
+@pytest.mark.parametrize("hook", ["sync", "customize", "finalize", "nodes/customize", "nodes/sync"])
 def test_unreadable_body_gets_400_with_json_error(client: FlaskClient, hook: str, data: bytes, message: str) -> None:
     reply = client.post(f"/{hook}", data=data, content_type="application/json")
     assert reply.status_code == 400
@@ -197,6 +197,19 @@ def test_metrics_count_requests_decisions_and_errors(client: FlaskClient, monkey
     assert 'basemodel_hook_decisions_total{flow="pvc",reason="PVCNotFound",state="Failed"} 1.0' in text
     assert 'basemodel_hook_request_duration_seconds_count{hook="sync",outcome="ok"} 1.0' in text
     assert 'basemodel_hook_request_duration_seconds_count{hook="sync",outcome="bad_request"} 1.0' in text
+
+
+def test_metrics_count_the_node_index_hooks_like_the_others(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    for hook in ("nodes/customize", "nodes/sync"):
+        request_file = next((golden.FIXTURES / hook).glob("*.request.json"))
+        assert client.post(f"/{hook}", data=request_file.read_bytes()).status_code == 200
+    client.post("/nodes/sync", json={"object": {"kind": "ConfigMap"}})
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'basemodel_hook_requests_total{hook="nodes/customize",outcome="ok"} 1.0' in text
+    assert 'basemodel_hook_requests_total{hook="nodes/sync",outcome="ok"} 1.0' in text
+    assert 'basemodel_hook_requests_total{hook="nodes/sync",outcome="bad_request"} 1.0' in text
+    assert 'basemodel_hook_request_duration_seconds_count{hook="nodes/sync",outcome="ok"} 1.0' in text
 
 
 def test_metrics_count_unexpected_errors_by_type(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,22 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from hooks.nodes.index_objects import (
+    API_VERSION,
+    GROUP,
+    INDEXED,
+    MODEL_LABEL,
+    NODE_GONE,
+    NODE_INDEX,
+    NODE_INDEX_SUMMARY,
+    NODE_MODEL_STATUS,
+    RESOURCES,
+    SUMMARY_PARENT_LABEL,
+    node_index,
+    node_index_summary,
+    node_model_status,
+)
+from hooks.nodes.ome_keys import STATUS_LABEL
 from tests import dockerfile
 from tests.kustomize import readme_kustomization, render, write_overlay
 from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
@@ -266,6 +282,10 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
             ("ClusterRoleBinding", "ome-basemodel-hook-metacontroller"),
             ("CompositeController", "ome-basemodels"),
             ("CompositeController", "ome-clusterbasemodels"),
+            ("CustomResourceDefinition", "nodemodelstatuses.ome-basemodel-hook.ome.io"),
+            ("CustomResourceDefinition", "nodeindexes.ome-basemodel-hook.ome.io"),
+            ("CustomResourceDefinition", "nodeindexsummaries.ome-basemodel-hook.ome.io"),
+            ("DecoratorController", "ome-node-index"),
         ]
     )
 
@@ -281,6 +301,7 @@ def test_namespaced_objects_live_in_the_hook_namespace(rendered):
         "ClusterRole",
         "ClusterRoleBinding",
         "CompositeController",
+        "DecoratorController",
     }
     for o in rendered:
         ns = o["metadata"].get("namespace")
@@ -376,6 +397,107 @@ def test_compositecontroller_calls_the_hook_service_with_v2_strict_and_a_timeout
         assert GO_DURATION.match(webhook["timeout"]) and webhook["timeout"] not in ("0", "0s")
         # etag would need both cache settings (Metacontroller nil-pointer bug); unused.
         assert "etag" not in webhook
+
+
+# --------------------------------------------------------------------------
+# The node index: DecoratorController and its CRDs
+# --------------------------------------------------------------------------
+
+DECORATOR_CRD = UPSTREAM_CRDS / "metacontroller.k8s.io_decoratorcontrollers.yaml"
+INDEX_KINDS = (NODE_MODEL_STATUS, NODE_INDEX, NODE_INDEX_SUMMARY)
+
+
+@pytest.fixture(scope="module")
+def decorator(rendered):
+    return one(rendered, "DecoratorController", "ome-node-index")
+
+
+def test_decoratorcontroller_validates_against_metacontrollers_crd(decorator):
+    if not DECORATOR_CRD.exists():
+        pytest.skip(f"{DECORATOR_CRD} is absent: Metacontroller's DecoratorController CRD is not in the reference pack")
+    assert errors_of(crd_schema(load_yaml(DECORATOR_CRD)), decorator) == []
+
+
+def test_decoratorcontroller_hooks_validate_as_metacontroller_hooks(decorator, compositecontroller_schema):
+    """Both controllers share Metacontroller's Hook type, so the CompositeController CRD's
+    hook schema checks the decorator's hooks (a typo'd field would be pruned)."""
+    hook_schema = compositecontroller_schema["properties"]["spec"]["properties"]["hooks"]["properties"]["sync"]
+    for name, hook in decorator["spec"]["hooks"].items():
+        assert errors_of(hook_schema, hook) == [], name
+
+
+def test_decoratorcontroller_decorates_the_agents_configmaps_and_the_hook_namespace(decorator, rendered):
+    resources = decorator["spec"]["resources"]
+    assert resources == [
+        {"apiVersion": "v1", "resource": "configmaps", "labelSelector": {"matchLabels": {STATUS_LABEL: "true"}}},
+        {"apiVersion": "v1", "resource": "namespaces", "labelSelector": {"matchLabels": {SUMMARY_PARENT_LABEL: "true"}}},
+    ]
+    namespace = one(rendered, "Namespace", HOOK_NS)
+    assert matches(resources[1]["labelSelector"], namespace["metadata"]["labels"])
+    assert [o for o in rendered if o["kind"] == "Namespace" and matches(resources[1]["labelSelector"], o["metadata"].get("labels", {}))] == [namespace]
+
+
+def test_decoratorcontroller_attaches_the_index_kinds_in_place(decorator, our_crds):
+    attachments = decorator["spec"]["attachments"]
+    assert [(a["apiVersion"], a["resource"]) for a in attachments] == [(API_VERSION, RESOURCES[kind]) for kind in INDEX_KINDS]
+    for attachment in attachments:
+        assert attachment["updateStrategy"] == {"method": "InPlace"}, attachment
+
+
+def test_decoratorcontroller_calls_the_nodes_hooks_with_v2_strict_and_never_finalizes(decorator, rendered):
+    """No finalize hook: it would put Metacontroller's finalizer on the agents' ConfigMaps."""
+    hooks = decorator["spec"]["hooks"]
+    assert set(hooks) == {"customize", "sync"}
+    service = one(rendered, "Service", HOOK_NAME)
+    for name, hook in hooks.items():
+        assert hook["version"] == "v2", name
+        assert hook["webhook"]["service"] == {
+            "name": service["metadata"]["name"], "namespace": service["metadata"]["namespace"], "port": 80, "protocol": "http",
+        }
+        assert hook["webhook"]["path"] == f"/nodes/{name}"
+        assert hook["webhook"]["responseUnMarshallMode"] == "strict"
+        assert GO_DURATION.match(hook["webhook"]["timeout"])
+        assert "etag" not in hook["webhook"]
+
+
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+def test_index_crd_is_namespaced_structural_closed_and_matches_the_hook(our_crds, kind):
+    crd = our_crds[kind]
+    assert crd["metadata"]["name"] == f"{RESOURCES[kind]}.{GROUP}"
+    assert crd["spec"]["group"] == GROUP and crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"]["plural"] == RESOURCES[kind]
+    (version,) = crd["spec"]["versions"]
+    assert f"{GROUP}/{version['name']}" == API_VERSION and version["served"] and version["storage"]
+    for path, node in walk_schema(crd_schema(crd)):
+        assert "x-kubernetes-preserve-unknown-fields" not in node, path
+        assert "type" in node, f"{path} has no type (not structural)"
+
+
+def test_nodemodelstatus_columns_show_where_a_model_is(our_crds):
+    """`kubectl get -n ome nms -l <model label>` lists the nodes holding the model and what they say."""
+    (version,) = our_crds[NODE_MODEL_STATUS]["spec"]["versions"]
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    label_path = ".metadata.labels." + MODEL_LABEL.replace(".", "\\.")
+    assert columns == {"Node": ".spec.node", "Model": label_path, "Status": ".spec.status", "Age": ".metadata.creationTimestamp"}
+
+
+def test_index_objects_the_hook_builds_validate_against_the_crds(our_crds):
+    samples = {
+        NODE_MODEL_STATUS: [node_model_status("ome", "10.0.10.105", "models.basemodel.llama", "Ready"),
+                            node_model_status("ome", "10.0.10.105", "models.basemodel.broken", None)],
+        NODE_INDEX: [node_index("ome", "10.0.10.105", INDEXED), node_index("ome", "10.0.10.212", NODE_GONE)],
+        NODE_INDEX_SUMMARY: [node_index_summary("ome", ["10.0.10.105"], ["10.0.10.212"])],
+    }
+    for kind, objects in samples.items():
+        for obj in objects:
+            assert errors_of(crd_schema(our_crds[kind]), obj) == [], obj
+
+
+def test_index_crd_rejects_what_the_hook_never_writes(our_crds):
+    marker = node_index("ome", "10.0.10.105", INDEXED)
+    assert errors_of(crd_schema(our_crds[NODE_INDEX]), {**marker, "spec": {**marker["spec"], "state": "Maybe"}})
+    entry = node_model_status("ome", "10.0.10.105", "models.basemodel.llama", "Ready")
+    assert any("copied" in e for e in errors_of(crd_schema(our_crds[NODE_MODEL_STATUS]), {**entry, "spec": {**entry["spec"], "copied": {}}}))
 
 
 # --------------------------------------------------------------------------
@@ -798,7 +920,7 @@ def test_metacontroller_holds_what_the_job_roles_grant_so_it_may_create_them(
 
 
 def test_metacontroller_clusterrole_covers_parents_children_and_related(
-    metacontroller_role, controllers
+    metacontroller_role, controllers, decorator
 ):
     rules = metacontroller_role["rules"]
     needed = []
@@ -820,7 +942,12 @@ def test_metacontroller_clusterrole_covers_parents_children_and_related(
     ]
     needed += [("", "namespaces", v) for v in ("list", "watch")]
     needed += [("", "events", v) for v in ("create", "patch")]
-    needed += [("metacontroller.k8s.io", "compositecontrollers", v) for v in ("get", "list", "watch")]
+    needed += [("metacontroller.k8s.io", r, v) for r in ("compositecontrollers", "decoratorcontrollers")
+               for v in ("get", "list", "watch")]
+    for attachment in decorator["spec"]["attachments"]:
+        needed += [(group_of(attachment["apiVersion"]), attachment["resource"], v)
+                   for v in ("get", "list", "watch", "create", "update", "patch", "delete")]
+    needed += [("", f"{parent['resource']}/finalizers", "update") for parent in decorator["spec"]["resources"]]
     missing = [n for n in needed if not allows(rules, *n)]
     assert not missing, missing
 

@@ -264,7 +264,7 @@ class Decorating:
         self.requests.append((path, body))
         answer = copy.deepcopy(self.answer)
         if path == "/finalize":
-            answer["finalized"] = not any(body["attachments"].values())
+            answer["finalized"] = not any(body["children"].values())
         return 200, answer
 
 
@@ -280,15 +280,26 @@ def decorated(hook: Decorating, *objects: Body) -> Simulator:
 def test_decorator_syncs_only_selected_parents_with_every_attachment_group() -> None:
     hook = Decorating({"attachments": []})
     decorated(hook, configmap("node-a", **{"models.ome/basemodel-status": "true"}), configmap("other"))
-    names = {body["object"]["metadata"]["name"] for _, body in hook.requests}
+    names = {body["parent"]["metadata"]["name"] for _, body in hook.requests}
     assert names == {"node-a"}
-    assert hook.requests[-1][1]["attachments"] == {"ServiceAccount.v1": {}}
+    assert hook.requests[-1][1]["children"] == {"ServiceAccount.v1": {}}
+
+
+@pytest.mark.parametrize(("version", "keys"), [("v2", ("parent", "children")), ("v1", ("object", "attachments"))])
+def test_decorator_request_names_parent_and_attachments_as_its_hook_version_does(version: str, keys: tuple[str, str]) -> None:
+    """``decorator/api/v2/hooks.go`` sends ``parent`` and ``children``; v1 ``object`` and ``attachments``."""
+    hook = Decorating({"attachments": []})
+    sim = Simulator()
+    sim.add_controller(decorator(hooks=hooks("sync", version=version)), hook)
+    sim.cluster.create(configmap("node-a", **{"models.ome/basemodel-status": "true"}))
+    sim.run_until_quiet()
+    assert set(hook.requests[-1][1]) == {"controller", *keys, "related", "finalizing"}
 
 
 def test_decorator_without_status_or_labels_never_writes_the_parent() -> None:
     sim = decorated(Decorating({"attachments": []}), configmap("node-a", **{"models.ome/basemodel-status": "true"}))
-    assert sim.counts["parent write"] == 1  # the finalizer
-    assert sim.counts["status write"] == 0
+    assert sim.decorator_counts["parent write"] == 1  # the finalizer
+    assert sim.decorator_counts["status write"] == 0
 
 
 def test_decorator_merges_labels_and_owns_its_attachments() -> None:
@@ -300,8 +311,8 @@ def test_decorator_merges_labels_and_owns_its_attachments() -> None:
     [attachment] = sim.cluster.list("v1", "ServiceAccount")
     assert attachment["metadata"]["namespace"] == "ome"
     assert attachment["metadata"]["annotations"]["metacontroller.k8s.io/decorator-controller"] == "node-status"
-    assert sim.counts["create ServiceAccount"] == 1 and sim.counts["parent write"] == 2
-    assert [body["attachments"] for _, body in hook.requests][-1]["ServiceAccount.v1"].keys() == {"ome/watcher"}
+    assert sim.decorator_counts["create ServiceAccount"] == 1 and sim.decorator_counts["parent write"] == 2
+    assert [body["children"] for _, body in hook.requests][-1]["ServiceAccount.v1"].keys() == {"ome/watcher"}
 
 
 def test_decorator_finalizes_its_parent_and_lets_it_go() -> None:
@@ -317,7 +328,7 @@ def test_decorator_finalizes_its_parent_and_lets_it_go() -> None:
 def test_decorator_status_null_leaves_it_and_a_configmap_has_none_to_write(status: Body | None) -> None:
     sim = decorated(Decorating({"status": status}), configmap("node-a", **{"models.ome/basemodel-status": "true"}))
     assert "status" not in sim.cluster.get("v1", "ConfigMap", "ome", "node-a")
-    assert sim.counts["status write"] == 0
+    assert sim.decorator_counts["status write"] == 0
 
 
 def test_a_failing_hook_changes_nothing_and_is_retried_with_client_gos_backoff() -> None:
@@ -387,7 +398,7 @@ def test_decorator_selects_by_annotations_too() -> None:
     sim.cluster.create(labelled)
     sim.cluster.create(annotated)
     sim.run_until_quiet()
-    assert {body["object"]["metadata"]["name"] for _, body in hook.requests} == {"node-b"}
+    assert {body["parent"]["metadata"]["name"] for _, body in hook.requests} == {"node-b"}
 
 
 def test_v1_refuses_a_rule_naming_another_namespace_for_a_namespaced_parent() -> None:

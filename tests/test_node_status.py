@@ -1,10 +1,16 @@
-"""OME's ConfigMap key format, including its hash truncation of long names."""
+"""OME's ConfigMap key format (with its hash truncation of long names), and OME's status
+rules applied to what the node index says about a model."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from typing import Any
 
-from hooks.nodes.node_status import configmap_key, truncate_with_hash
+from hooks.nodes.index_objects import node_index_summary, node_model_status
+from hooks.nodes.node_status import read_node_report
+from hooks.nodes.ome_keys import configmap_key, truncate_with_hash
+from hooks.observed import read_model
 
 
 def _hash8(text: str) -> str:
@@ -47,3 +53,61 @@ def test_short_namespace_is_kept_and_the_name_gets_the_rest() -> None:
 def test_exactly_at_the_budget_is_not_truncated() -> None:
     namespace, name = "models", "n" * (242 - len("models"))
     assert configmap_key(namespace, name) == f"models.basemodel.{name}"
+
+KEY = "models.basemodel.llama-3.1-8b"
+
+
+def model(status: dict[str, Any] | None = None) -> Any:
+    return read_model({
+        "apiVersion": "ome.io/v1beta1", "kind": "BaseModel",
+        "metadata": {"name": "llama-3.1-8b", "namespace": "models", "generation": 1},
+        "spec": {"storage": {"storageUri": "hf://meta-llama/Llama-3.1-8B"}},
+        "status": status or {},
+    })
+
+
+def report(entries: list[tuple[str, str | None]], indexed: list[str] | None, gone: Sequence[str] = (),
+           status: dict[str, Any] | None = None, key: str = KEY) -> Any:
+    objects = [node_model_status("ome", node, key, state) for node, state in entries]
+    summaries = [] if indexed is None else [node_index_summary("ome", indexed, list(gone))]
+    return read_node_report(model(status), objects, summaries, "ome")
+
+
+def test_indexed_nodes_report_their_entries_sorted() -> None:
+    found = report([("n3", "Ready"), ("n1", "Ready"), ("n2", "Failed"), ("n4", "Updating")], ["n1", "n2", "n3", "n4"])
+    assert (found.ready, found.failed, found.holding) == (("n1", "n3"), ("n2",), ("n1", "n2", "n3", "n4"))
+
+
+def test_indexed_node_without_an_entry_does_not_hold_the_model() -> None:
+    found = report([], ["n1"], status={"state": "Ready", "nodesReady": ["n1"]})
+    assert (found.ready, found.holding, found.state) == ((), (), "In_Transit")
+
+
+def test_gone_node_is_ignored_even_while_its_entries_are_being_deleted() -> None:
+    found = report([("n1", "Ready"), ("n2", "Ready")], ["n2"], gone=["n1"], status={"nodesReady": ["n1", "n2"]})
+    assert found.ready == ("n2",)
+
+
+def test_first_install_keeps_a_ready_status_while_the_index_is_built() -> None:
+    """No summary and no entry yet: the model keeps what OME's controller wrote, not In_Transit."""
+    found = report([], None, status={"state": "Ready", "nodesReady": ["n1", "n2"], "nodesFailed": ["n3"]})
+    assert (found.ready, found.failed, found.state) == (("n1", "n2"), ("n3",), "Ready")
+
+
+def test_node_not_indexed_yet_reports_its_entry_when_it_has_one() -> None:
+    found = report([("n2", "Failed")], ["n1"], status={"nodesReady": ["n1", "n2"]})
+    assert (found.ready, found.failed) == ((), ("n2",))
+
+
+def test_entries_of_another_model_are_ignored() -> None:
+    found = report([("n1", "Ready")], ["n1"], key="models.basemodel.other")
+    assert found.holding == ()
+
+
+def test_entry_that_does_not_parse_holds_deletion_back() -> None:
+    found = report([("n1", None)], ["n1"])
+    assert (found.ready, found.failed, found.holding) == ((), (), ("n1",))
+
+
+def test_new_model_that_no_node_reports_is_in_transit() -> None:
+    assert report([], ["n1", "n2"]).state == "In_Transit"

@@ -23,10 +23,11 @@ from hooks.http.metrics import CONTENT_TYPE, Metrics
 from hooks.observed import BadRequest, field
 from hooks.settings import Settings
 from hooks.customize import customize
+from hooks.nodes import decorator
 from hooks.sync import Decision, sync
 
 Clock = Callable[[], datetime]
-HOOKS = ("sync", "customize", "finalize")
+HOOKS = ("sync", "customize", "finalize", "nodes/customize", "nodes/sync")
 
 log = logging.getLogger("hooks.requests")
 # An error may quote what it refused; a huge quoted value must not make a huge log line.
@@ -87,6 +88,10 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
             call.parent = body.get("parent") if isinstance(body, dict) else None
             if call.hook == "customize":
                 return _json(customize(body, settings))
+            if call.hook == "nodes/customize":
+                return _json(decorator.customize(body, settings))
+            if call.hook == "nodes/sync":
+                return _json(decorator.sync(body, settings))
             call.decision = sync(body, settings, clock(), finalize=call.hook == "finalize")
             return _json(call.decision.response)
         except BadRequest as error:

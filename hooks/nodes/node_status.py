@@ -2,66 +2,55 @@
 
 The agents report per node in a ConfigMap (named after the node) holding one JSON entry
 per model; OME's Go controller turns those into ``nodesReady``, ``nodesFailed`` and
-``state``. This hook replaces that controller, so it reproduces its rules exactly,
-including the key format with its hash truncation of long names.
+``state``. This hook replaces that controller and reproduces its rules exactly, but it
+does not read the ConfigMaps and Nodes themselves: at a thousand nodes they weigh
+hundreds of megabytes per sync, and every Node heartbeat would wake every model. It reads
+the node index instead (``hooks/nodes/index_objects.py``): its own ``NodeModelStatus``
+objects, one per node holding it, and the ``NodeIndexSummary`` naming the nodes whose
+ConfigMap is indexed and the nodes that are gone.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition
-from hooks.observed import Model, field
+from hooks.nodes.index_objects import (
+    API_VERSION,
+    MODEL_LABEL,
+    NODE_INDEX_SUMMARY,
+    NODE_MODEL_STATUS,
+    RESOURCES,
+    SUMMARY_NAME,
+    model_label,
+    read_entry,
+    read_summary,
+)
+from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, configmap_key
+from hooks.observed import Model
 from hooks.states import FAILED, IN_TRANSIT, READY
 
-STATUS_LABEL = "models.ome/basemodel-status"
-MAX_KEY_LENGTH = 253
 SHOWN_NODES = 10
 
-ENTRY_READY = "Ready"
-ENTRY_FAILED = "Failed"
-ENTRY_DELETED = "Deleted"
 
-
-def truncate_with_hash(text: str, limit: int) -> str:
-    """OME's truncation: keep the end of the text behind an 8-hex SHA-256 prefix."""
-    if len(text) <= limit:
-        return text
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    keep = limit - len(digest) - 1
-    if keep <= 0:
-        return digest[:limit]
-    return f"{digest}-{text[-keep:]}"
-
-
-def configmap_key(namespace: str | None, name: str) -> str:
-    """The data key of a model in a node's ConfigMap (OME's GetModelConfigMapKey)."""
-    if namespace is None:
-        prefix = "clusterbasemodel"
-        return f"{prefix}.{truncate_with_hash(name, MAX_KEY_LENGTH - len(prefix) - 1)}"
-    budget = MAX_KEY_LENGTH - len("basemodel.") - 1
-    if len(namespace) + len(name) > budget:
-        if len(namespace) > 8:
-            namespace, name_budget = truncate_with_hash(namespace, 8), budget - 8
-        else:
-            name_budget = budget - len(namespace)
-        name = truncate_with_hash(name, name_budget)
-    return f"{namespace}.basemodel.{name}"
-
-
-def customize_rules(ome_namespace: str) -> list[dict[str, Any]]:
-    """The agents' ConfigMaps, and the Nodes, so reports of deleted nodes can be ignored."""
+def customize_rules(model: Model, ome_namespace: str) -> list[dict[str, Any]]:
+    """This model's entries (by its label, so another model's entry never wakes it) and
+    the summary (which changes only when nodes are indexed or go)."""
+    key = configmap_key(model.namespace, model.name)
     return [
         {
-            "apiVersion": "v1",
-            "resource": "configmaps",
+            "apiVersion": API_VERSION,
+            "resource": RESOURCES[NODE_MODEL_STATUS],
             "namespace": ome_namespace,
-            "labelSelector": {"matchLabels": {STATUS_LABEL: "true"}},
+            "labelSelector": {"matchLabels": {MODEL_LABEL: model_label(key)}},
         },
-        {"apiVersion": "v1", "resource": "nodes", "labelSelector": {}},
+        {
+            "apiVersion": API_VERSION,
+            "resource": RESOURCES[NODE_INDEX_SUMMARY],
+            "namespace": ome_namespace,
+            "names": [SUMMARY_NAME],
+        },
     ]
 
 
@@ -82,27 +71,48 @@ class NodeReport:
 
 
 def read_node_report(
-    model: Model, configmaps: list[dict[str, Any]], nodes: list[dict[str, Any]], ome_namespace: str
+    model: Model, entries: list[dict[str, Any]], summaries: list[dict[str, Any]], ome_namespace: str
 ) -> NodeReport:
-    """Collect this model's entries from the ConfigMaps of nodes that still exist.
+    """What the live nodes say about this model, node by node.
 
-    A ConfigMap of a deleted node is skipped for deletion too: OME's controller deleted
-    such ConfigMaps itself, and with that controller replaced nobody else will, so waiting
-    on one would hold the model's deletion forever.
+    - A node the summary lists as gone is ignored, its entries too (they are being
+      deleted): OME skips the ConfigMap of a deleted Node.
+    - A node with an entry for this model reports that entry's status, whether or not
+      its index is complete: the entry is the agent's own word.
+    - A node the summary lists as indexed, with no entry, does not hold the model.
+    - A node the index does not know yet (first install, a new node, a ConfigMap still
+      being indexed) keeps what this model's status already said about it. Without this
+      a Ready model would pass through In_Transit while its index is built, because
+      "no entry yet" would look like "no node holds it".
+
+    Deletion waits for every node that holds the model (an entry that does not parse
+    holds it too): OME's controller deleted the ConfigMaps of deleted nodes itself, and
+    with that controller replaced nobody else will, so a gone node must not hold it.
     """
-    key = configmap_key(model.namespace, model.name)
-    live = {node["metadata"]["name"] for node in nodes}
+    label = model_label(configmap_key(model.namespace, model.name))
+    summary = next(
+        (obj for obj in summaries if obj["metadata"].get("namespace") == ome_namespace and obj["metadata"]["name"] == SUMMARY_NAME),
+        None,
+    )
+    known = read_summary(summary)
+    reported: dict[str, str | None] = {}
+    for obj in entries:
+        if obj["metadata"].get("namespace") != ome_namespace:
+            continue
+        entry = read_entry(obj)
+        if entry.model_label == label:
+            reported[entry.node] = entry.status
+    previous_ready, previous_failed = _listed(model.status, "nodesReady"), _listed(model.status, "nodesFailed")
     ready, failed, holding = set(), set(), set()
-    for configmap in configmaps:
-        metadata = configmap["metadata"]
-        node = metadata["name"]
-        labels = field(metadata, "labels")
-        data = field(configmap, "data")
-        if metadata.get("namespace") != ome_namespace or labels.get(STATUS_LABEL) != "true":
+    for node in reported.keys() | previous_ready | previous_failed:
+        if node in known.gone:
             continue
-        if node not in live or key not in data:
+        if node in reported:
+            status = reported[node]
+        elif node in known.indexed:
             continue
-        status = _entry_status(data[key])
+        else:
+            status = ENTRY_READY if node in previous_ready else ENTRY_FAILED
         if status != ENTRY_DELETED:
             holding.add(node)
         if status == ENTRY_READY:
@@ -112,14 +122,10 @@ def read_node_report(
     return NodeReport(tuple(sorted(ready)), tuple(sorted(failed)), tuple(sorted(holding)))
 
 
-def _entry_status(raw: Any) -> str | None:
-    """An entry's status, or None when it does not parse (it still holds deletion back)."""
-    try:
-        entry = json.loads(raw) if isinstance(raw, str) else None
-    except ValueError:
-        return None
-    status = entry.get("status") if isinstance(entry, dict) else None
-    return status if isinstance(status, str) else None
+def _listed(status: dict[str, Any], name: str) -> set[str]:
+    """The node names a status field lists; anything else in it is ignored."""
+    names = status.get(name)
+    return {node for node in names if isinstance(node, str)} if isinstance(names, list) else set()
 
 
 def name_nodes(nodes: tuple[str, ...]) -> str:

@@ -20,15 +20,18 @@ Use::
 
 A hook is any callable ``(path, body) -> (status_code, body)``; ``path`` is the
 webhook's path (``/sync``, ``/customize``, ``/finalize``...). ``core_hook`` answers the
-CompositeControllers' three paths from the pure core; ``flask_hook`` answers whatever the
-app routes (a DecoratorController's hook too, once the app serves it); a test may pass
+CompositeControllers' three paths and the node index's (``/nodes/customize``,
+``/nodes/sync``) from the pure core; ``flask_hook`` answers whatever the app routes; a
+test may pass
 its own function. Stand-ins for the rest of the cluster are in ``kubernetes``
 (``JobController``, ``TTLController``, ``PVCBinder``, ``Agent``, ``NodeAgents``): each
 watches the cluster and acts on the simulator's clock. Counts (a ``Counter``):
 ``sync``, ``finalize``, ``customize`` (hook calls); ``create``, ``delete``, ``update``
 (children, also per kind: ``create Job``); ``status write`` (status subresource
 writes); ``parent write`` (finalizer, labels, annotations); ``adopt``, ``release``;
-``sync error`` (a failed sync, retried with client-go's backoff).
+``sync error`` (a failed sync, retried with client-go's backoff). DecoratorControllers
+count the same names in ``sim.decorator_counts``, so ``sim.counts`` is what the models
+cost.
 
 Modules: ``cluster`` (the API server), ``simulator`` (time and the loop),
 ``composite`` / ``decorator`` (the two controllers), ``controller`` (what they share),

@@ -27,7 +27,9 @@ from typing import Any, Callable
 import yaml
 
 from hooks.conditions import format_time
-from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors
+from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION
+from hooks.nodes.index_objects import RESOURCES as INDEX_RESOURCES
+from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, index_object_errors, kubernetes_errors
 
 Obj = dict[str, Any]
 Watcher = Callable[[str, "Obj | None", "Obj | None"], None]
@@ -65,6 +67,7 @@ RESOURCES = [
     Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", True),
     Resource("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", False),
     Resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    *(Resource(INDEX_API_VERSION, plural, kind, True, validated=False) for kind, plural in INDEX_RESOURCES.items()),
 ]
 WITHOUT_STATUS = {"ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 """Kinds with no status field: an update's ``status`` is dropped (field validation "Warn", the server default)."""
@@ -171,6 +174,7 @@ class Cluster:
             raise ApiError(409, f"{resource.kind} {metadata.get('namespace', '')}/{metadata['name']} already exists")
         if resource.validated:
             _check_built_in(created)
+        _check_index_object(created)
         if resource.status_subresource:
             created.pop("status", None)
         self._created += 1
@@ -204,6 +208,7 @@ class Cluster:
             updated.pop("status", None)
         if resource.validated:
             _check_built_in(updated)
+        _check_index_object(updated)
         if resource.generation and updated.get("spec") != current.get("spec"):
             updated["metadata"]["generation"] = current["metadata"]["generation"] + 1
         return self._store(current, updated, manager, None)
@@ -335,6 +340,15 @@ def _check_built_in(obj: Obj) -> None:
     problems = _built_in_problems(json.dumps(obj, sort_keys=True))
     if problems:
         raise ApiError(422, f"{obj['kind']} {obj['metadata'].get('name')} is invalid: {'; '.join(problems)}")
+
+
+def _check_index_object(obj: Obj) -> None:
+    """The node index's kinds are checked against their CRD (``crd-nodeindex.yaml``), closed:
+    a field the API server would prune is refused here, so no test relies on one."""
+    if obj.get("apiVersion") == INDEX_API_VERSION:
+        problems = index_object_errors(obj)
+        if problems:
+            raise ApiError(422, f"{obj['kind']} {obj['metadata'].get('name')} is invalid: {'; '.join(problems)}")
 
 
 @lru_cache(maxsize=4096)

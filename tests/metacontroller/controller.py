@@ -38,7 +38,7 @@ class Controller:
     def __init__(self, sim: Simulator, manifest: Obj, hook: webhook.Hook) -> None:
         self.sim = sim
         self.cluster: Cluster = sim.cluster
-        self.counts: Counter[str] = sim.counts
+        self.counts: Counter[str] = self.counter(sim)
         self.manifest = manifest
         self.name: str = manifest["metadata"]["name"]
         self.spec: dict[str, Any] = manifest["spec"]
@@ -54,6 +54,10 @@ class Controller:
             self.enqueue(parent)
 
     # --- what the subclasses say ---------------------------------------------------------
+
+    def counter(self, sim: Simulator) -> Counter[str]:
+        """Where this controller's calls and writes are counted (``Simulator.counts``)."""
+        return sim.counts
 
     def parent_resources(self) -> list[Resource]:
         raise NotImplementedError

@@ -5,8 +5,9 @@ type, ``labelSelector`` and ``annotationSelector``) nor carrying our finalizer; 
 finalizer; the attachments (``getChildren``: objects of the declared types in the
 parent's namespace whose controllerRef is the parent and that carry the
 ``metacontroller.k8s.io/decorator-controller`` annotation naming this controller; a
-group for every declared type); the related objects; the hook (request ``object``,
-``attachments``, ``related``); ``resyncAfterSeconds``; then the parent: labels and
+group for every declared type); the related objects; the hook (request ``parent``,
+``children``, ``related`` for hook version v2, ``api/v2/hooks.go``; ``object``,
+``attachments``, ``related`` for v1); ``resyncAfterSeconds``; then the parent: labels and
 annotations merged (``null`` deletes), a ``null`` or absent status left as it is, and a
 write only when something changed (``UpdateStatus`` for a status change where the type
 has a status subresource, then ``Update`` with the labels, annotations and the finalizer
@@ -17,6 +18,7 @@ removed on ``finalized``); then the annotation on every desired attachment and
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tests.metacontroller import selection, webhook
@@ -41,6 +43,11 @@ class DecoratorController(Controller):
         self.attachments = declared(manifest["spec"].get("attachments") or [])
         self.strategies = strategies(manifest["spec"].get("attachments") or [])
         super().__init__(sim, manifest, hook)
+
+    def counter(self, sim: Simulator) -> Counter[str]:
+        """Apart from the CompositeControllers': a model's story is counted without the
+        node index's own work, which follows the nodes, not the models."""
+        return sim.decorator_counts
 
     def parent_resources(self) -> list[Resource]:
         return list(dict.fromkeys(self.parent_types))
@@ -73,10 +80,11 @@ class DecoratorController(Controller):
         finalizing = self.finalizing(parent)
         spec = self.hook_spec(finalizing)
         version = spec.get("version") or "v1"
+        parent_key, children_key = ("parent", "children") if version == "v2" else ("object", "attachments")
         body = {
             "controller": self.manifest,
-            "object": parent,
-            "attachments": selection.rekey(parent, observed, version),
+            parent_key: parent,
+            children_key: selection.rekey(parent, observed, version),
             "related": selection.rekey(parent, related, version, related=True),
             "finalizing": finalizing,
         }

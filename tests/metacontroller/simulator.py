@@ -30,6 +30,7 @@ class Simulator:
         self.cluster = Cluster(self.clock)
         self.timeline = Timeline()
         self.counts: Counter[str] = Counter()
+        self.decorator_counts: Counter[str] = Counter()
         self.errors: list[str] = []
         self.controllers: list[Controller] = []
 
