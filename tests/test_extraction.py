@@ -153,17 +153,19 @@ def test_agent_error_is_quoted_as_message_and_error_not_as_a_log_tail() -> None:
     assert pod_waiting(job, [pod]) == ""
 
 
-def test_as_built_pairs_list_items_by_name_and_drops_what_others_added() -> None:
-    from hooks.pvc.metadata_job import as_built
-
-    built = {"volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "store"}}, {"name": "tmp", "emptyDir": {}}]}
-    observed = {
-        "volumes": [
-            {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}},
-            {"name": "tmp", "emptyDir": {}},
-            {"name": "model", "persistentVolumeClaim": {"claimName": "old-store", "readOnly": True}},
-        ]
-    }
-    assert as_built(observed, built) == {
-        "volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "old-store"}}, {"name": "tmp", "emptyDir": {}}]
-    }
+def test_returned_job_keeps_its_settings_but_drops_what_others_added_and_rederives_the_pvc() -> None:
+    following = running(rbac_ready())
+    [observed] = following["children"]["Job.batch/v1"].values()
+    pod = observed["spec"]["template"]["spec"]
+    pod["volumes"] = [
+        {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+        {"name": "model", "persistentVolumeClaim": {"claimName": "other-store", "readOnly": False}},
+    ]
+    pod["containers"][0]["image"] = "registry.example.com/ome-agent:v0.1.4"
+    pod["containers"].append({"name": "istio-proxy", "image": "istio/proxyv2:1.22.0"})
+    [job] = [child for child in sync(following, SETTINGS, NOW).response["children"] if child["kind"] == "Job"]
+    spec = job["spec"]["template"]["spec"]
+    assert [container["image"] for container in spec["containers"]] == ["registry.example.com/ome-agent:v0.1.4"]
+    assert [volume["name"] for volume in spec["volumes"]] == ["model", "tmp"]
+    assert spec["volumes"][0]["persistentVolumeClaim"] == {"claimName": "model-storage", "readOnly": True}
