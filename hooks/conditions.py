@@ -39,6 +39,11 @@ class Condition:
         return self.status == TRUE
 
 
+def shorten(message: str, limit: int) -> str:
+    """A message cut to ``limit`` characters: what the hook quotes can be megabytes long."""
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with whole seconds, as the API server prints metav1.Time."""
     utc = moment.astimezone(timezone.utc)
