@@ -6,6 +6,8 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from hooks.pvc.job_outcome import agent_said, pod_waiting
 from hooks.settings import Settings
 from hooks.sync import sync
@@ -169,3 +171,36 @@ def test_returned_job_keeps_its_settings_but_drops_what_others_added_and_rederiv
     assert [container["image"] for container in spec["containers"]] == ["registry.example.com/ome-agent:v0.1.4"]
     assert [volume["name"] for volume in spec["volumes"]] == ["model", "tmp"]
     assert spec["volumes"][0]["persistentVolumeClaim"] == {"claimName": "model-storage", "readOnly": True}
+
+
+def deadline_exceeded() -> dict[str, Any]:
+    return golden.load(golden.FIXTURES / "sync" / "basemodel-job-deadline-exceeded.request.json")
+
+
+@pytest.mark.parametrize("when", ["2027-06-01T00:00:00Z", "9999-12-31T23:59:59Z"])
+def test_failure_stamped_ahead_of_the_clock_counts_from_now_and_the_retry_is_not_postponed(when: str) -> None:
+    request = deadline_exceeded()
+    [job] = request["children"]["Job.batch/v1"].values()
+    for item in job["status"]["conditions"]:
+        item["lastTransitionTime"] = when
+    response = sync(request, SETTINGS, NOW).response
+    assert response["status"]["metadataExtraction"]["failedAt"] == "2026-11-30T12:00:00Z"
+    assert 0 < response["resyncAfterSeconds"] <= SETTINGS.retry_max_delay_seconds
+
+
+def test_recorded_failure_far_ahead_still_asks_to_be_called_within_the_longest_delay() -> None:
+    request = deadline_exceeded()
+    response = sync(request, SETTINGS, NOW).response
+    request = apply(request, response, NOW)
+    request["parent"]["status"]["metadataExtraction"]["failedAt"] = "9999-12-31T23:59:59Z"
+    assert 0 < sync(request, SETTINGS, NOW).response["resyncAfterSeconds"] <= SETTINGS.retry_max_delay_seconds
+
+
+def test_record_without_attempts_reads_as_nothing_tried() -> None:
+    request = rbac_ready()
+    request["parent"]["status"]["metadataExtraction"] = {
+        "storageUri": request["parent"]["spec"]["storage"]["storageUri"], "attempts": 0, "result": "Failed",
+        "failedAt": "2026-11-30T11:59:00Z",
+    }
+    response = sync(request, SETTINGS, NOW).response
+    assert response["status"]["metadataExtraction"]["attempts"] == 1 and "Job" in kinds(response)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
@@ -79,10 +79,12 @@ def read_record(model: Model) -> Record:
     if not isinstance(raw, dict) or raw.get("storageUri") != model.storage_uri:
         return Record(model.storage_uri)
     attempts: Any = raw.get("attempts")
+    if not is_count(attempts, INT32_MAX) or attempts == 0:
+        return Record(model.storage_uri)
     failed_at = parse_time(raw.get("failedAt"))
     return Record(
         storage_uri=model.storage_uri,
-        attempts=attempts if is_count(attempts, INT32_MAX) else 0,
+        attempts=attempts,
         job_name=text(raw, "jobName"),
         result=text(raw, "result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
         failed_at=format_time(failed_at) if failed_at else "",
@@ -171,7 +173,7 @@ def plan_extraction(
             )
             outcome = None
         else:
-            resync_after = max((start - now).total_seconds(), 1.0)
+            resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry_max_delay_seconds)
 
     access = build_access(model, location.namespace)
     missing = [
@@ -243,9 +245,16 @@ def _observe(
         attempts=attempt,
         job_name=name,
         result=FAILED,
-        failed_at=kept or outcome.failed_at or format_time(now),
+        failed_at=kept or _no_later(outcome.failed_at, now),
         message=message,
     )
+
+
+def _no_later(moment: str | None, now: datetime) -> str:
+    """A failure time from the Job, or now when it has none or lies ahead (a skewed clock
+    there must not postpone the retry)."""
+    parsed = parse_time(moment)
+    return format_time(parsed if parsed is not None and parsed <= now else now)
 
 
 def _next_start(record: Record, settings: Settings) -> datetime | None:
@@ -255,7 +264,10 @@ def _next_start(record: Record, settings: Settings) -> datetime | None:
     failed = parse_time(record.failed_at)
     if failed is None:
         return None
-    return failed + timedelta(seconds=retry_delay(record.attempts, settings))
+    try:
+        return failed + timedelta(seconds=retry_delay(record.attempts, settings))
+    except OverflowError:
+        return datetime.max.replace(tzinfo=timezone.utc)
 
 
 def _condition(

@@ -47,7 +47,7 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
     if failure is not None:
         first = parse_time(failure.get("lastTransitionTime"))
         reason = "JobDeadlineExceeded" if text(failure, "reason") == "DeadlineExceeded" else "JobFailed"
-        detail = ": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part)
+        detail = shorten(": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part), MESSAGE_LIMIT)
         return JobOutcome(FAILED, reason, detail, format_time(first) if first else None)
     if field(job, "spec").get("suspend") is True or "Suspended" in true:
         return JobOutcome(RUNNING, "JobSuspended")
