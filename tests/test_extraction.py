@@ -204,3 +204,11 @@ def test_record_without_attempts_reads_as_nothing_tried() -> None:
     }
     response = sync(request, SETTINGS, NOW).response
     assert response["status"]["metadataExtraction"]["attempts"] == 1 and "Job" in kinds(response)
+
+
+def test_record_without_a_result_is_written_back_without_one_while_deleting() -> None:
+    request = rbac_ready()
+    uri = request["parent"]["spec"]["storage"]["storageUri"]
+    request["parent"]["status"]["metadataExtraction"] = {"storageUri": uri, "attempts": 1, "jobName": "llama-metadata-1"}
+    record = sync(request, SETTINGS, NOW, finalize=True).response["status"]["metadataExtraction"]
+    assert "result" not in record and record["attempts"] == 1

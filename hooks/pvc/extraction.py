@@ -44,8 +44,9 @@ class Record:
             "storageUri": self.storage_uri,
             "attempts": self.attempts,
             "jobName": self.job_name,
-            "result": self.result,
         }
+        if self.result:
+            rendered["result"] = self.result
         if self.failed_at:
             rendered["failedAt"] = self.failed_at
         if self.message:
