@@ -357,18 +357,18 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
     return request, settings
 
 
-def _places(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON document, except inside the shared deep value used for damage
-    (damaging it in place would change what later examples draw)."""
+def places(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON document, parents before children, except inside the shared
+    deep value used for damage (damaging it in place would change what later examples draw)."""
     found = [prefix] if prefix else []
     if node is DEEP:
         return found
     if isinstance(node, dict):
         for key, value in node.items():
-            found += _places(value, (*prefix, key))
+            found += places(value, (*prefix, key))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            found += _places(value, (*prefix, index))
+            found += places(value, (*prefix, index))
     return found
 
 
@@ -421,7 +421,7 @@ def damaged(draw: Draw, request: dict[str, Any]) -> dict[str, Any]:
         elif tamper == "uri" and isinstance(mutant.get("parent"), dict) and isinstance(mutant["parent"].get("spec"), dict):
             mutant["parent"]["spec"]["storage"] = {"storageUri": draw(storage_uris(draw(st.sampled_from([None, "models"]))))}
         else:
-            *path, last = draw(st.sampled_from(_places(mutant)))
+            *path, last = draw(st.sampled_from(places(mutant)))
             holder = mutant
             for step in path:
                 holder = holder[step]

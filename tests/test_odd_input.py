@@ -17,29 +17,17 @@ import pytest
 from hooks.observed import read_model
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, STORAGE_URI_ANNOTATION, job_name
 from hooks.settings import Settings
-from tests import golden
+from tests import golden, strategies
 
 ODD_VALUES: list[Any] = [None, 0, -1, 2**63, 1.5, True, "", "x", "pvc://", "\u0000", [], [None], {}, {"metadata": 1}]
 SMALL_CASES = [path for path in golden.cases() if path.stat().st_size < 200_000]
 MUTANTS_PER_CASE = 60
 
 
-def paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON document, parents before children."""
-    found = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += paths(value, (*prefix, index))
-    return found
-
-
 def mutate(document: Any, rng: random.Random) -> Any:
     mutant = copy.deepcopy(document)
     for _ in range(rng.randint(1, 3)):
-        places = paths(mutant)
+        places = strategies.places(mutant)
         if not places:
             return rng.choice(ODD_VALUES)
         *parent_path, last = rng.choice(places)
