@@ -119,7 +119,7 @@ def _record(draw: Draw, model: Model) -> dict[str, Any]:
     record: dict[str, Any] = {
         "storageUri": draw(st.sampled_from([model.storage_uri, model.storage_uri, "pvc://old-store/models/llama"])),
         "attempts": attempts,
-        "jobName": job_name(model, model.storage_uri, max(attempts, 1)),
+        "jobName": job_name(model, model.storage_uri, attempts),
         "result": draw(st.sampled_from(["Pending", "Running", "Succeeded", "Failed"])),
         "message": draw(st.sampled_from(["Job models/x is running", "Job failed; its last pod ended: Error, exit code 1"])),
     }
@@ -342,9 +342,7 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
         related[PVCS] = {_key(pvc, by_name): pvc for pvc in claims}
         pods = [draw(pods_of(job, model)) for job in jobs if draw(st.booleans())]
         related[PODS] = {_key(pod, by_name): pod for pod in pods}
-    elif model.storage_uri.startswith("pvc://"):
-        related = {}
-    else:
+    elif not model.storage_uri.startswith("pvc://"):
         related = node_groups(draw, model)
     request = {
         "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",

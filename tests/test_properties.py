@@ -22,7 +22,7 @@ from hooks.pvc.metadata_job import job_name
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from hooks.sync import sync
-from tests.schemas import kubernetes_errors, status_errors, latest_version
+from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
 from tests.strategies import NOW, customize_requests, sync_requests
 
 BOUNDED = hypothesis_settings(
@@ -44,7 +44,7 @@ CHILD_TYPES = {
 @lru_cache(maxsize=4096)
 def _kubernetes_errors(child: str) -> tuple[str, ...]:
     """Children repeat across examples; validate each distinct one once."""
-    return tuple(kubernetes_errors(json.loads(child), latest_version()))
+    return tuple(kubernetes_errors(json.loads(child), KUBERNETES_VERSIONS[-1]))
 
 
 def answer(request: Any, settings: Settings, finalize: bool) -> dict[str, Any] | None:
