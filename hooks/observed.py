@@ -209,6 +209,12 @@ def field(obj: Any, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def items(obj: Any, key: str) -> list[Any]:
+    """A list field of an observed object, or an empty one when it is absent or not a list."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, list) else []
+
+
 def text(obj: Any, key: str) -> str:
     """A string field of an observed object, or "" when it is absent or not a string."""
     value = obj.get(key) if isinstance(obj, dict) else None

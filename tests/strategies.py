@@ -385,13 +385,26 @@ def _objects(request: Any, section: str, type_key: str | None = None) -> list[di
     ]
 
 
+def _statuses(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The non-empty status maps of the parent, the children and the related objects, and
+    the maps inside their lists (conditions, container statuses), where the facts are read."""
+    found = []
+    for obj in [request.get("parent"), *_objects(request, "children"), *_objects(request, "related")]:
+        status = obj.get("status") if isinstance(obj, dict) else None
+        if isinstance(status, dict) and status:
+            found.append(status)
+            found += [item for value in status.values() if isinstance(value, list) for item in value
+                      if isinstance(item, dict) and item]
+    return found
+
+
 def _odd(draw: Draw) -> Any:
     """A fresh odd value: shared ones could be damaged again in place by a later round."""
     value = draw(ODD_VALUES)
     return value if value is DEEP or value is HUGE else copy.deepcopy(value)
 
 
-TAMPERS = ("anywhere", "anywhere", "attempt label", "labels", "namespace", "kind", "uri")
+TAMPERS = ("anywhere", "anywhere", "attempt label", "labels", "namespace", "kind", "uri", "status")
 
 
 @st.composite
@@ -403,6 +416,7 @@ def damaged(draw: Draw, request: dict[str, Any]) -> dict[str, Any]:
         jobs = _objects(mutant, "children", JOBS)
         children = [obj["metadata"] for obj in _objects(mutant, "children")]
         labels = [job["metadata"]["labels"] for job in jobs if isinstance(job["metadata"].get("labels"), dict)]
+        statuses = _statuses(mutant)
         if tamper == "attempt label" and labels:
             chosen = draw(st.sampled_from(labels))
             value = draw(st.one_of(st.none(), st.sampled_from(["1", "2", "7", "0", "²", "9" * 5000]), ODD_TEXT))
@@ -416,6 +430,9 @@ def damaged(draw: Draw, request: dict[str, Any]) -> dict[str, Any]:
             draw(st.sampled_from(children))["namespace"] = draw(st.sampled_from(["team-b", "models", None])) if draw(st.booleans()) else _odd(draw)
         elif tamper == "kind" and jobs:
             draw(st.sampled_from(jobs))[draw(st.sampled_from(["kind", "apiVersion"]))] = draw(st.sampled_from(["CronJob", "batch/v2", None]))
+        elif tamper == "status" and statuses:
+            status = draw(st.sampled_from(statuses))
+            status[draw(st.sampled_from(sorted(status)))] = _odd(draw)
         elif tamper == "uri" and isinstance(mutant.get("parent"), dict) and isinstance(mutant["parent"].get("spec"), dict):
             mutant["parent"]["spec"]["storage"] = {"storageUri": draw(storage_uris(draw(st.sampled_from([None, "models"]))))}
         else:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hooks.pvc.job_outcome import MESSAGE_LIMIT, agent_said
+from hooks.pvc.job_outcome import MESSAGE_LIMIT, agent_said, pod_waiting, read_outcome
 from tests import golden
 
 JOB = {"metadata": {"name": "llama-3-1-8b-metadata-a5a494cca1", "namespace": "models"}}
@@ -90,3 +90,14 @@ def test_cobra_error_line_is_quoted_whole() -> None:
 def test_huge_unicode_or_odd_logs_give_a_bounded_message(log: str) -> None:
     said = agent_said(JOB, [failed_pod(log)])
     assert said.startswith("Error, exit code 1") and len(said) <= MESSAGE_LIMIT
+
+
+@pytest.mark.parametrize("value", [-1, 7.5, True, "Complete", {"type": "Complete"}])
+def test_job_and_pod_status_lists_of_another_type_read_as_empty(value: Any) -> None:
+    job = {"metadata": JOB["metadata"], "status": {"conditions": value}}
+    pod = failed_pod(json_line("error", FINAL, error=CAUSE))
+    pod["status"]["conditions"] = value
+    assert read_outcome(job).reason == "JobRunning"
+    assert pod_waiting(job, [pod]) == ""
+    pod["status"]["containerStatuses"] = value
+    assert agent_said(job, [pod]) == ""

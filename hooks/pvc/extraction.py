@@ -15,7 +15,7 @@ from typing import Any
 from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
 from hooks.pvc.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name
-from hooks.observed import BadRequest, Model, field, is_count, text
+from hooks.observed import BadRequest, Model, field, is_count, items, text
 from hooks.settings import Settings
 from hooks.pvc.storage_uri import PVCLocation
 
@@ -364,7 +364,7 @@ def _failed(
 
 def _remembered_failure(model: Model) -> str:
     """The failure reason survives its Job only in the previous MetadataReady condition."""
-    for item in model.status.get("conditions") or []:
+    for item in items(model.status, "conditions"):
         if text(item, "type") == METADATA_READY and text(item, "reason") in FAILURE_REASONS:
             return text(item, "reason")
     return "JobFailed"

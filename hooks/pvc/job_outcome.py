@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hooks.conditions import format_time, parse_time, shorten
-from hooks.observed import field, text
+from hooks.observed import field, items, text
 
 SUCCEEDED = "Succeeded"
 RUNNING = "Running"
@@ -38,7 +38,7 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
     (``FailureTarget``) counts as failed while its pods are still terminating."""
     true = {
         text(item, "type"): item
-        for item in field(job, "status").get("conditions") or []
+        for item in items(field(job, "status"), "conditions")
         if text(item, "status") == "True"
     }
     if "Complete" in true:
@@ -69,7 +69,7 @@ def _agent_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     """The agent container's statuses only, should a mutating webhook add sidecars."""
     return [
         status
-        for status in field(pod, "status").get("containerStatuses") or []
+        for status in items(field(pod, "status"), "containerStatuses")
         if text(status, "name") == CONTAINER
     ]
 
@@ -142,7 +142,7 @@ def pod_waiting(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
             reason = text(waiting, "reason")
             if reason and reason != "ContainerCreating":
                 reasons.append(": ".join(part for part in (reason, text(waiting, "message")) if part))
-        for condition in field(pod, "status").get("conditions") or []:
+        for condition in items(field(pod, "status"), "conditions"):
             if text(condition, "type") == "PodScheduled" and text(condition, "status") == "False":
                 reasons.append(": ".join(part for part in (text(condition, "reason"), text(condition, "message")) if part))
     return shorten("; ".join(sorted(set(reasons))), MESSAGE_LIMIT)
