@@ -17,6 +17,7 @@ TRUE = "True"
 FALSE = "False"
 READY_CONDITION = "Ready"
 
+MESSAGE_LIMIT = 32768  # the CRD's maxLength: a longer message fails the whole status
 REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 
 
@@ -39,6 +40,11 @@ class Condition:
         return self.status == TRUE
 
 
+def shorten(message: str, limit: int) -> str:
+    """A message cut to ``limit`` characters: what the hook quotes can be megabytes long."""
+    return message if len(message) <= limit else message[: limit - 1] + "…"
+
+
 def format_time(moment: datetime) -> str:
     """RFC 3339 in UTC with whole seconds, as the API server prints metav1.Time."""
     utc = moment.astimezone(timezone.utc)
@@ -46,16 +52,15 @@ def format_time(moment: datetime) -> str:
 
 
 def parse_time(value: Any) -> datetime | None:
-    """Read an RFC 3339 timestamp from an observed object; anything else reads as absent."""
+    """Read an RFC 3339 timestamp from an observed object; anything else (no zone, a moment
+    outside the years 1 to 9999 in UTC) reads as absent."""
     if not isinstance(value, str):
         return None
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return moment.astimezone(timezone.utc) if moment.tzinfo is not None else None
+    except (ValueError, OverflowError):
         return None
-    if moment.tzinfo is None:
-        return None
-    return moment.astimezone(timezone.utc)
 
 
 def stamp(
@@ -75,7 +80,7 @@ def stamp(
             "type": condition.type,
             "status": condition.status,
             "reason": condition.reason,
-            "message": condition.message,
+            "message": shorten(condition.message, MESSAGE_LIMIT),
             "lastTransitionTime": format_time(now if changed or kept is None else kept),
         }
         if generation is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hooks.names import is_dns_label, is_dns_subdomain
+
 API_GROUP = "ome.io"
 API_VERSION = "ome.io/v1beta1"
 BASE_MODEL = "BaseModel"
@@ -26,6 +28,8 @@ CLUSTER_ROLE_BINDINGS = "ClusterRoleBinding.rbac.authorization.k8s.io/v1"
 PVCS = "PersistentVolumeClaim.v1"
 PODS = "Pod.v1"
 NODES = "Node.v1"
+CLUSTER_SCOPED = frozenset({CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, NODES})
+INT64_MAX = 2**63 - 1
 
 
 class BadRequest(ValueError):
@@ -75,9 +79,21 @@ def read_model(parent: dict[str, Any]) -> Model:
     metadata = parent.get("metadata")
     if not isinstance(metadata, dict) or not _non_empty_text(metadata.get("name")):
         raise BadRequest("parent has no metadata.name")
+    if not is_dns_subdomain(metadata["name"]):
+        raise BadRequest(
+            f"parent name {_shown(metadata['name'])} is not a name Kubernetes can store (a DNS-1123 "
+            "subdomain: lowercase letters, digits, '-' and '.', at most 253 characters)"
+        )
     namespace = metadata.get("namespace")
     if kind == BASE_MODEL and not _non_empty_text(namespace):
         raise BadRequest("BaseModel parent has no metadata.namespace")
+    if kind == BASE_MODEL and not is_dns_label(namespace):
+        raise BadRequest(
+            f"parent namespace {_shown(namespace)} is not a namespace Kubernetes can store (a DNS-1123 "
+            "label: lowercase letters, digits and '-', at most 63 characters)"
+        )
+    if kind == CLUSTER_BASE_MODEL and namespace not in (None, ""):
+        raise BadRequest(f"ClusterBaseModel parent has metadata.namespace {_shown(namespace)}; it is cluster-scoped")
     spec = parent.get("spec")
     storage = spec.get("storage") if isinstance(spec, dict) else None
     uri = storage.get("storageUri") if isinstance(storage, dict) else None
@@ -88,7 +104,7 @@ def read_model(parent: dict[str, Any]) -> Model:
         kind=kind,
         name=metadata["name"],
         namespace=namespace if kind == BASE_MODEL else None,
-        generation=generation if isinstance(generation, int) and not isinstance(generation, bool) else None,
+        generation=generation if is_count(generation, INT64_MAX) else None,
         spec=spec,  # type: ignore[arg-type]
         status=field(parent, "status"),
         storage_uri=uri,
@@ -123,16 +139,57 @@ def object_group(request: dict[str, Any], section: str, type_key: str, *, requir
     if not required and (groups is None or (isinstance(groups, dict) and type_key not in groups)):
         return []
     group = require_group(request, section, type_key)
-    found = []
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for item in group.values():
+        where = f"request '{section}.{type_key}'"
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-            raise BadRequest(f"request '{section}.{type_key}' holds an entry that is not an object with metadata")
-        if not _non_empty_text(item["metadata"].get("name")):
-            raise BadRequest(f"request '{section}.{type_key}' holds an object without metadata.name")
-        if not isinstance(item["metadata"].get("namespace", ""), str):
-            raise BadRequest(f"request '{section}.{type_key}' holds an object whose metadata.namespace is not a string")
-        found.append(item)
-    return sorted(found, key=lambda item: (item["metadata"].get("namespace") or "", item["metadata"]["name"]))
+            raise BadRequest(f"{where} holds an entry that is not an object with metadata")
+        name = item["metadata"].get("name")
+        if not _non_empty_text(name):
+            raise BadRequest(f"{where} holds an object without metadata.name")
+        identity = (_read_namespace(item, where, type_key), name)
+        _check_type(item, where, type_key)
+        if identity in found:
+            raise BadRequest(f"{where} holds {_object_name(identity)} twice")
+        found[identity] = item
+    return [found[identity] for identity in sorted(found)]
+
+
+def _read_namespace(item: dict[str, Any], where: str, type_key: str) -> str:
+    """The object's namespace ("" for a cluster-scoped type), which the API server always sets.
+
+    Children are matched by namespace and name, so an object whose namespace cannot be
+    read could be taken for another, or missed, and then deleted."""
+    namespace = item["metadata"].get("namespace")
+    name = _shown(item["metadata"]["name"])
+    if type_key in CLUSTER_SCOPED:
+        if namespace not in (None, ""):
+            raise BadRequest(f"{where} holds {name} with metadata.namespace {_shown(namespace)}, but the type is cluster-scoped")
+        return ""
+    if not is_dns_label(namespace):
+        raise BadRequest(f"{where} holds {name} whose metadata.namespace {_shown(namespace)} is not a namespace name")
+    return namespace
+
+
+def _check_type(item: dict[str, Any], where: str, type_key: str) -> None:
+    """Metacontroller groups objects by type; an object that says otherwise was not sent by it."""
+    kind, _, api_version = type_key.partition(".")
+    for key, expected in (("kind", kind), ("apiVersion", api_version)):
+        if key in item and item[key] != expected:
+            raise BadRequest(
+                f"{where} holds {_shown(item['metadata']['name'])} whose {key} is {_shown(item[key])}, not {expected!r}"
+            )
+
+
+def _object_name(identity: tuple[str, str]) -> str:
+    namespace, name = identity
+    return _shown(f"{namespace}/{name}" if namespace else name)
+
+
+def _shown(value: Any) -> str:
+    """A value quoted in an error message, cut short: requests can carry megabytes."""
+    shown = repr(value)
+    return shown if len(shown) <= 120 else shown[:117] + "..."
 
 
 def has_children(request: dict[str, Any]) -> bool:
@@ -151,6 +208,12 @@ def field(obj: Any, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def items(obj: Any, key: str) -> list[Any]:
+    """A list field of an observed object, or an empty one when it is absent or not a list."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, list) else []
+
+
 def text(obj: Any, key: str) -> str:
     """A string field of an observed object, or "" when it is absent or not a string."""
     value = obj.get(key) if isinstance(obj, dict) else None
@@ -159,3 +222,8 @@ def text(obj: Any, key: str) -> str:
 
 def _non_empty_text(value: Any) -> bool:
     return isinstance(value, str) and value != ""
+
+
+def is_count(value: Any, limit: int) -> bool:
+    """A whole number from 0 to ``limit``, as the API server would store it (bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= limit

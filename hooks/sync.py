@@ -63,7 +63,7 @@ def _pvc_flow(
     """URI, then PVC, then the metadata Job; while finalizing, no child is kept."""
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
     observed_access = {
-        (type_key.split(".", 1)[0], item["metadata"].get("namespace"), item["metadata"]["name"])
+        (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
         for type_key in (SERVICE_ACCOUNTS, *access_types)
         for item in object_group(request, "children", type_key, required=True)
     }

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from hooks.conditions import FALSE, TRUE, Condition, stamp
+from hooks.conditions import FALSE, MESSAGE_LIMIT, TRUE, Condition, parse_time, stamp
 
 EARLIER = "2026-11-29T08:00:00Z"
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
@@ -41,3 +41,13 @@ def test_reason_must_match_upstream_pattern(reason: str) -> None:
 def test_message_must_not_be_empty() -> None:
     with pytest.raises(ValueError):
         Condition("Ready", FALSE, "Ready", "")
+
+
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "2026-11-30T11:59:00", "soon", 17])
+def test_time_outside_what_utc_can_hold_or_without_a_zone_reads_as_absent(value: object) -> None:
+    assert parse_time(value) is None
+
+
+def test_message_longer_than_the_crd_allows_is_cut_to_fit() -> None:
+    [stamped] = stamp([Condition("Ready", FALSE, "JobFailed", "界" * 100_000)], [], NOW, 1)
+    assert len(stamped["message"]) == MESSAGE_LIMIT and stamped["message"].endswith("…")

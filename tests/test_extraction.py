@@ -6,6 +6,8 @@ import copy
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from hooks.pvc.job_outcome import agent_said, pod_waiting
 from hooks.settings import Settings
 from hooks.sync import sync
@@ -153,17 +155,60 @@ def test_agent_error_is_quoted_as_message_and_error_not_as_a_log_tail() -> None:
     assert pod_waiting(job, [pod]) == ""
 
 
-def test_as_built_pairs_list_items_by_name_and_drops_what_others_added() -> None:
-    from hooks.pvc.metadata_job import as_built
+def test_returned_job_keeps_its_settings_but_drops_what_others_added_and_rederives_the_pvc() -> None:
+    following = running(rbac_ready())
+    [observed] = following["children"]["Job.batch/v1"].values()
+    pod = observed["spec"]["template"]["spec"]
+    pod["volumes"] = [
+        {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+        {"name": "model", "persistentVolumeClaim": {"claimName": "other-store", "readOnly": False}},
+    ]
+    pod["containers"][0]["image"] = "registry.example.com/ome-agent:v0.1.4"
+    pod["containers"].append({"name": "istio-proxy", "image": "istio/proxyv2:1.22.0"})
+    [job] = [child for child in sync(following, SETTINGS, NOW).response["children"] if child["kind"] == "Job"]
+    spec = job["spec"]["template"]["spec"]
+    assert [container["image"] for container in spec["containers"]] == ["registry.example.com/ome-agent:v0.1.4"]
+    assert [volume["name"] for volume in spec["volumes"]] == ["model", "tmp"]
+    assert spec["volumes"][0]["persistentVolumeClaim"] == {"claimName": "model-storage", "readOnly": True}
 
-    built = {"volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "store"}}, {"name": "tmp", "emptyDir": {}}]}
-    observed = {
-        "volumes": [
-            {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}},
-            {"name": "tmp", "emptyDir": {}},
-            {"name": "model", "persistentVolumeClaim": {"claimName": "old-store", "readOnly": True}},
-        ]
+
+def deadline_exceeded() -> dict[str, Any]:
+    return golden.load(golden.FIXTURES / "sync" / "basemodel-job-deadline-exceeded.request.json")
+
+
+@pytest.mark.parametrize("when", ["2027-06-01T00:00:00Z", "9999-12-31T23:59:59Z"])
+def test_failure_stamped_ahead_of_the_clock_counts_from_now_and_the_retry_is_not_postponed(when: str) -> None:
+    request = deadline_exceeded()
+    [job] = request["children"]["Job.batch/v1"].values()
+    for item in job["status"]["conditions"]:
+        item["lastTransitionTime"] = when
+    response = sync(request, SETTINGS, NOW).response
+    assert response["status"]["metadataExtraction"]["failedAt"] == "2026-11-30T12:00:00Z"
+    assert 0 < response["resyncAfterSeconds"] <= SETTINGS.retry_max_delay_seconds
+
+
+def test_recorded_failure_far_ahead_still_asks_to_be_called_within_the_longest_delay() -> None:
+    request = deadline_exceeded()
+    response = sync(request, SETTINGS, NOW).response
+    request = apply(request, response, NOW)
+    request["parent"]["status"]["metadataExtraction"]["failedAt"] = "9999-12-31T23:59:59Z"
+    assert 0 < sync(request, SETTINGS, NOW).response["resyncAfterSeconds"] <= SETTINGS.retry_max_delay_seconds
+
+
+def test_record_without_attempts_reads_as_nothing_tried() -> None:
+    request = rbac_ready()
+    request["parent"]["status"]["metadataExtraction"] = {
+        "storageUri": request["parent"]["spec"]["storage"]["storageUri"], "attempts": 0, "result": "Failed",
+        "failedAt": "2026-11-30T11:59:00Z",
     }
-    assert as_built(observed, built) == {
-        "volumes": [{"name": "model", "persistentVolumeClaim": {"claimName": "old-store"}}, {"name": "tmp", "emptyDir": {}}]
-    }
+    response = sync(request, SETTINGS, NOW).response
+    assert response["status"]["metadataExtraction"]["attempts"] == 1 and "Job" in kinds(response)
+
+
+def test_record_without_a_result_is_written_back_without_one_while_deleting() -> None:
+    request = rbac_ready()
+    uri = request["parent"]["spec"]["storage"]["storageUri"]
+    request["parent"]["status"]["metadataExtraction"] = {"storageUri": uri, "attempts": 1, "jobName": "llama-metadata-1"}
+    record = sync(request, SETTINGS, NOW, finalize=True).response["status"]["metadataExtraction"]
+    assert "result" not in record and record["attempts"] == 1

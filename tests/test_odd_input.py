@@ -14,30 +14,20 @@ from typing import Any
 
 import pytest
 
-from hooks.pvc.metadata_job import STORAGE_URI_ANNOTATION
-from tests import golden
+from hooks.observed import read_model
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, STORAGE_URI_ANNOTATION, job_name
+from hooks.settings import Settings
+from tests import golden, strategies
 
 ODD_VALUES: list[Any] = [None, 0, -1, 2**63, 1.5, True, "", "x", "pvc://", "\u0000", [], [None], {}, {"metadata": 1}]
 SMALL_CASES = [path for path in golden.cases() if path.stat().st_size < 200_000]
 MUTANTS_PER_CASE = 60
 
 
-def paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in a JSON document, parents before children."""
-    found = [prefix] if prefix else []
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += paths(value, (*prefix, index))
-    return found
-
-
 def mutate(document: Any, rng: random.Random) -> Any:
     mutant = copy.deepcopy(document)
     for _ in range(rng.randint(1, 3)):
-        places = paths(mutant)
+        places = strategies.places(mutant)
         if not places:
             return rng.choice(ODD_VALUES)
         *parent_path, last = rng.choice(places)
@@ -90,3 +80,115 @@ def test_mutated_requests_get_an_answer_or_a_4xx_never_a_5xx(request_file: Path)
             continue
         returned = {(c["metadata"].get("namespace"), c["metadata"]["name"]) for c in body["children"] if c["kind"] == "Job"}
         assert running_jobs_for_current_uri(mutant) <= returned, mutant
+
+
+# One field damaged in a realistic request: the answer keeps the running Job, or is a 400.
+
+RUNNING = golden.FIXTURES / "sync" / "basemodel-job-running-after-hook-restart.request.json"
+RUNNING_RECORDED = golden.FIXTURES / "sync" / "basemodel-job-running-v1-keys.request.json"
+CLUSTER_COMPLETE = golden.FIXTURES / "sync" / "clusterbasemodel-job-complete-ready.request.json"
+
+
+def post(request: dict[str, Any], settings: Settings | None = None) -> tuple[int, dict[str, Any]]:
+    reply = golden.client(settings=settings).post("/sync", data=json.dumps(request), content_type="application/json")
+    return reply.status_code, reply.get_json()
+
+
+def only(group: dict[str, Any]) -> dict[str, Any]:
+    [item] = group.values()
+    return item
+
+
+def returned_jobs(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [child for child in body["children"] if child["kind"] == "Job"]
+
+
+def test_rbac_child_whose_namespace_is_not_a_string_gets_a_400() -> None:
+    request = golden.load(RUNNING)
+    only(request["children"]["Role.rbac.authorization.k8s.io/v1"])["metadata"]["namespace"] = ["models"]
+    status, body = post(request)
+    assert status == 400 and "metadata.namespace" in body["error"]
+
+
+def test_cluster_scoped_child_with_a_namespace_gets_a_400() -> None:
+    request = golden.load(CLUSTER_COMPLETE)
+    only(request["children"]["ClusterRole.rbac.authorization.k8s.io/v1"])["metadata"]["namespace"] = "models"
+    status, body = post(request)
+    assert status == 400 and "cluster-scoped" in body["error"]
+
+
+@pytest.mark.parametrize("damage", ["label removed", "labels not a map", "label names another attempt"])
+def test_running_job_is_recognised_by_its_name_whatever_its_labels_say(damage: str) -> None:
+    request = golden.load(RUNNING_RECORDED)
+    job = only(request["children"]["Job.batch/v1"])
+    if damage == "label removed":
+        del job["metadata"]["labels"][ATTEMPT_LABEL]
+    elif damage == "labels not a map":
+        job["metadata"]["labels"] = "ome.io/metadata-attempt=1"
+    else:
+        job["metadata"]["labels"][ATTEMPT_LABEL] = "3"
+    status, body = post(request)
+    assert status == 200
+    assert [child["metadata"]["name"] for child in returned_jobs(body)] == [job["metadata"]["name"]]
+    assert body["status"]["metadataExtraction"]["attempts"] == 1
+    assert body["status"]["conditions"][1]["reason"] == "JobRunning"
+
+
+def test_running_job_of_an_attempt_past_a_lowered_maximum_is_recognised_from_the_record() -> None:
+    request = golden.load(RUNNING)
+    job = only(request["children"]["Job.batch/v1"])
+    del job["metadata"]["labels"][ATTEMPT_LABEL]
+    model = read_model(request["parent"])
+    job["metadata"]["name"] = job_name(model, model.storage_uri, 4)
+    request["parent"]["status"]["metadataExtraction"] = {
+        "storageUri": model.storage_uri, "attempts": 4, "jobName": job["metadata"]["name"], "result": "Running"
+    }
+    status, body = post(request, Settings(max_attempts=2))
+    assert status == 200
+    assert [child["metadata"]["name"] for child in returned_jobs(body)] == [job["metadata"]["name"]]
+
+
+@pytest.mark.parametrize(("key", "value"), [("kind", "CronJob"), ("apiVersion", "batch/v1beta1")])
+def test_observed_job_that_says_it_is_another_type_gets_a_400(key: str, value: str) -> None:
+    request = golden.load(RUNNING)
+    only(request["children"]["Job.batch/v1"])[key] = value
+    status, body = post(request)
+    assert status == 400 and key in body["error"] and value in body["error"]
+
+
+def test_observed_job_with_the_models_name_in_another_namespace_gets_a_400_not_a_moved_job() -> None:
+    request = golden.load(CLUSTER_COMPLETE)
+    only(request["children"]["Job.batch/v1"])["metadata"]["namespace"] = "elsewhere"
+    status, body = post(request)
+    assert status == 400 and "belongs in namespace" in body["error"]
+
+
+def test_returned_job_takes_identity_pvc_and_mounts_from_the_derivation_not_the_observed_job() -> None:
+    request = golden.load(RUNNING)
+    job = only(request["children"]["Job.batch/v1"])
+    built = copy.deepcopy(job)
+    pod = job["spec"]["template"]["spec"]
+    pod["volumes"][0]["persistentVolumeClaim"].update(claimName="other-store", readOnly=False)
+    pod["containers"][0]["volumeMounts"][0].update(subPath="models", readOnly=False)
+    pod["containers"][0]["args"][pod["containers"][0]["args"].index("--basemodel-name") + 1] = "other-model"
+    pod["serviceAccountName"] = "default"
+    status, body = post(request)
+    assert status == 200
+    [returned] = returned_jobs(body)
+    spec = returned["spec"]["template"]["spec"]
+    assert returned["metadata"]["namespace"] == "models"
+    assert spec["volumes"] == built["spec"]["template"]["spec"]["volumes"]
+    assert spec["containers"][0]["volumeMounts"] == built["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    assert spec["containers"][0]["args"] == built["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert spec["serviceAccountName"] == built["spec"]["template"]["spec"]["serviceAccountName"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("name", "Llama_3.1"), ("name", "llama-" + "x" * 250), ("name", "llama\n"), ("namespace", "Models"), ("namespace", "models.prod")],
+)
+def test_parent_whose_name_kubernetes_could_not_store_gets_a_400_not_a_dropped_job(key: str, value: str) -> None:
+    request = golden.load(RUNNING)
+    request["parent"]["metadata"][key] = value
+    status, body = post(request)
+    assert status == 400 and body["error"].startswith(f"parent {key} {value!r}"[:40])

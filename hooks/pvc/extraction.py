@@ -7,14 +7,15 @@ finished Job from running again after Kubernetes removed it, and what spaces ret
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
 from hooks.pvc.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
-from hooks.pvc.metadata_job import ATTEMPT_LABEL, as_built, build_access, build_job, job_name
-from hooks.observed import Model, text
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name
+from hooks.observed import BadRequest, Model, field, is_count, items, text
 from hooks.settings import Settings
 from hooks.pvc.storage_uri import PVCLocation
 
@@ -22,6 +23,8 @@ METADATA_READY = "MetadataReady"
 PENDING = "Pending"
 METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
 FAILURE_REASONS = ("JobFailed", "JobDeadlineExceeded")
+ATTEMPT_HINT = re.compile(r"[1-9][0-9]{0,8}")
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,9 @@ class Record:
             "storageUri": self.storage_uri,
             "attempts": self.attempts,
             "jobName": self.job_name,
-            "result": self.result,
         }
+        if self.result:
+            rendered["result"] = self.result
         if self.failed_at:
             rendered["failedAt"] = self.failed_at
         if self.message:
@@ -76,10 +80,12 @@ def read_record(model: Model) -> Record:
     if not isinstance(raw, dict) or raw.get("storageUri") != model.storage_uri:
         return Record(model.storage_uri)
     attempts: Any = raw.get("attempts")
+    if not is_count(attempts, INT32_MAX) or attempts == 0:
+        return Record(model.storage_uri)
     failed_at = parse_time(raw.get("failedAt"))
     return Record(
         storage_uri=model.storage_uri,
-        attempts=attempts if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 0 else 0,
+        attempts=attempts,
         job_name=text(raw, "jobName"),
         result=text(raw, "result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
         failed_at=format_time(failed_at) if failed_at else "",
@@ -87,18 +93,38 @@ def read_record(model: Model) -> Record:
     )
 
 
-def current_jobs(model: Model, observed: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Observed Jobs built for the current URI, by attempt. A Job counts only if its name is
-    exactly the one this hook derives for that attempt, so nothing foreign is adopted."""
+def current_jobs(
+    model: Model, location: PVCLocation, observed: list[dict[str, Any]], record: Record, settings: Settings
+) -> dict[int, dict[str, Any]]:
+    """Observed Jobs built for the current URI, by attempt.
+
+    A Job is recognised by its name alone: the one this hook derives for the URI and an
+    attempt, so nothing foreign is adopted and nothing of ours is missed. The attempts
+    tried are every one the settings allow, the one the record remembers, and the one a
+    Job's attempt label names (a hint, checked against the name), so a Job survives a
+    lost status, a lowered maximum and a tampered label alike."""
+    hinted = {_attempt_hint(job) for job in observed} - {None}
+    attempts = {*range(1, settings.max_attempts + 1), record.attempts, *hinted} - {0}
+    derived = {job_name(model, model.storage_uri, attempt): attempt for attempt in attempts}
     found = {}
     for job in observed:
-        labels = job["metadata"].get("labels")
-        raw = labels.get(ATTEMPT_LABEL) if isinstance(labels, dict) else None
-        if isinstance(raw, str) and raw.isdigit() and 0 < int(raw) < 10**6:
-            attempt = int(raw)
-            if job["metadata"]["name"] == job_name(model, model.storage_uri, attempt):
-                found[attempt] = job
+        attempt = derived.get(job["metadata"]["name"])
+        if attempt is None:
+            continue
+        if job["metadata"]["namespace"] != location.namespace:
+            raise BadRequest(
+                f"observed Job {job['metadata']['namespace']}/{job['metadata']['name']} has the name this hook "
+                f"gives attempt {attempt} for {model.storage_uri!r}, but that Job belongs in namespace "
+                f"{location.namespace}; refusing to guess which is the model's"
+            )
+        found[attempt] = job
     return found
+
+
+def _attempt_hint(job: dict[str, Any]) -> int | None:
+    """The attempt a Job's label claims, if it reads as one."""
+    raw = field(job["metadata"], "labels").get(ATTEMPT_LABEL)
+    return int(raw) if isinstance(raw, str) and ATTEMPT_HINT.fullmatch(raw) else None
 
 
 def plan_extraction(
@@ -119,7 +145,7 @@ def plan_extraction(
     starts without the permission to write the model. ``may_start`` is False while the
     model is being deleted."""
     record = read_record(model)
-    jobs = current_jobs(model, observed_jobs)
+    jobs = current_jobs(model, location, observed_jobs, record, settings)
     outcome: JobOutcome | None = None
 
     if jobs and max(jobs) >= record.attempts:
@@ -148,7 +174,7 @@ def plan_extraction(
             )
             outcome = None
         else:
-            resync_after = max((start - now).total_seconds(), 1.0)
+            resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry_max_delay_seconds)
 
     access = build_access(model, location.namespace)
     missing = [
@@ -157,7 +183,7 @@ def plan_extraction(
         if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in observed_access
     ]
     returned = [
-        as_built(job, build_job(model, location, model.storage_uri, attempt, settings))
+        build_job(model, location, model.storage_uri, attempt, built_with(job, settings))
         for attempt, job in sorted(jobs.items())
     ]
     requested = record.result == PENDING and record.attempts not in jobs
@@ -220,9 +246,16 @@ def _observe(
         attempts=attempt,
         job_name=name,
         result=FAILED,
-        failed_at=kept or outcome.failed_at or format_time(now),
+        failed_at=kept or _no_later(outcome.failed_at, now),
         message=message,
     )
+
+
+def _no_later(moment: str | None, now: datetime) -> str:
+    """A failure time from the Job, or now when it has none or lies ahead (a skewed clock
+    there must not postpone the retry)."""
+    parsed = parse_time(moment)
+    return format_time(parsed if parsed is not None and parsed <= now else now)
 
 
 def _next_start(record: Record, settings: Settings) -> datetime | None:
@@ -232,7 +265,10 @@ def _next_start(record: Record, settings: Settings) -> datetime | None:
     failed = parse_time(record.failed_at)
     if failed is None:
         return None
-    return failed + timedelta(seconds=retry_delay(record.attempts, settings))
+    try:
+        return failed + timedelta(seconds=retry_delay(record.attempts, settings))
+    except OverflowError:
+        return datetime.max.replace(tzinfo=timezone.utc)
 
 
 def _condition(
@@ -328,7 +364,7 @@ def _failed(
 
 def _remembered_failure(model: Model) -> str:
     """The failure reason survives its Job only in the previous MetadataReady condition."""
-    for item in model.status.get("conditions") or []:
+    for item in items(model.status, "conditions"):
         if text(item, "type") == METADATA_READY and text(item, "reason") in FAILURE_REASONS:
             return text(item, "reason")
     return "JobFailed"

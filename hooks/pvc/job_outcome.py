@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.conditions import format_time, parse_time
-from hooks.observed import field, text
+from hooks.conditions import format_time, parse_time, shorten
+from hooks.observed import field, items, text
 
 SUCCEEDED = "Succeeded"
 RUNNING = "Running"
@@ -38,7 +38,7 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
     (``FailureTarget``) counts as failed while its pods are still terminating."""
     true = {
         text(item, "type"): item
-        for item in field(job, "status").get("conditions") or []
+        for item in items(field(job, "status"), "conditions")
         if text(item, "status") == "True"
     }
     if "Complete" in true:
@@ -47,7 +47,7 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
     if failure is not None:
         first = parse_time(failure.get("lastTransitionTime"))
         reason = "JobDeadlineExceeded" if text(failure, "reason") == "DeadlineExceeded" else "JobFailed"
-        detail = ": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part)
+        detail = shorten(": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part), MESSAGE_LIMIT)
         return JobOutcome(FAILED, reason, detail, format_time(first) if first else None)
     if field(job, "spec").get("suspend") is True or "Suspended" in true:
         return JobOutcome(RUNNING, "JobSuspended")
@@ -69,7 +69,7 @@ def _agent_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
     """The agent container's statuses only, should a mutating webhook add sidecars."""
     return [
         status
-        for status in field(pod, "status").get("containerStatuses") or []
+        for status in items(field(pod, "status"), "containerStatuses")
         if text(status, "name") == CONTAINER
     ]
 
@@ -94,29 +94,43 @@ def agent_said(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     ended = ", ".join(
         part for part in (text(terminated, "reason"), f"exit code {code}" if isinstance(code, int) else "") if part
     )
-    errors = [_plain(line) for line in text(terminated, "message").splitlines() if _is_error(line)]
-    said = f"{ended}: {errors[-1]}" if errors else ended
-    return said if len(said) <= MESSAGE_LIMIT else said[:MESSAGE_LIMIT] + "…"
+    said = next(filter(None, map(agent_error, reversed(text(terminated, "message").splitlines()))), "")
+    return shorten(": ".join(part for part in (ended, said) if part), MESSAGE_LIMIT)
 
 
-def _is_error(line: str) -> bool:
-    """An error-level line of the agent's zap console log, or the CLI's own ``ERROR:`` line."""
-    fields = line.strip().split("\t")
-    return line.startswith("ERROR:") or (len(fields) > 1 and fields[1] in ("ERROR", "DPANIC", "PANIC", "FATAL"))
+ERROR_LEVELS = ("error", "dpanic", "panic", "fatal")
 
 
-def _plain(line: str) -> str:
-    """A zap console log line (time, level, caller, message, JSON fields) as "message: error"."""
-    parts = line.strip().split("\t")
-    if len(parts) < 4:
-        return line.strip()
-    message = parts[3].strip()
+def agent_error(line: str) -> str:
+    """An error-level line of the agent's log as "message: error", or "" for any other line.
+
+    zap writes JSON lines by default and tab-separated console lines (time, level, caller,
+    message, JSON fields) in debug mode; cobra's own failures are a plain ``ERROR:`` line.
+    The termination message is the log's tail, so its first line may be cut anywhere: a
+    fragment that no longer reads as a whole line is skipped."""
+    line = line.strip()
+    if line.startswith("ERROR:"):
+        return line
+    if line.startswith("{"):
+        fields = _json(line)
+        level, message = fields.get("level"), fields.get("msg")
+    else:
+        parts = line.split("\t")
+        if len(parts) < 4:
+            return ""
+        level, message, fields = parts[1], parts[3].strip(), _json(parts[4]) if len(parts) > 4 else {}
+    if not isinstance(level, str) or level.lower() not in ERROR_LEVELS:
+        return ""
+    return ": ".join(part for part in (message, fields.get("error")) if isinstance(part, str) and part)
+
+
+def _json(raw: str) -> dict[str, Any]:
+    """A JSON object from a log line; anything else (a cut line, a deep nest) reads as empty."""
     try:
-        fields = json.loads(parts[4]) if len(parts) > 4 else {}
-    except ValueError:
-        fields = {}
-    error = fields.get("error") if isinstance(fields, dict) else None
-    return f"{message}: {error}" if isinstance(error, str) and error else message
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def pod_waiting(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
@@ -128,8 +142,7 @@ def pod_waiting(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
             reason = text(waiting, "reason")
             if reason and reason != "ContainerCreating":
                 reasons.append(": ".join(part for part in (reason, text(waiting, "message")) if part))
-        for condition in field(pod, "status").get("conditions") or []:
+        for condition in items(field(pod, "status"), "conditions"):
             if text(condition, "type") == "PodScheduled" and text(condition, "status") == "False":
                 reasons.append(": ".join(part for part in (text(condition, "reason"), text(condition, "message")) if part))
-    shown = "; ".join(sorted(set(reasons)))
-    return shown if len(shown) <= MESSAGE_LIMIT else shown[:MESSAGE_LIMIT] + "…"
+    return shorten("; ".join(sorted(set(reasons))), MESSAGE_LIMIT)

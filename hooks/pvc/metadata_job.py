@@ -7,10 +7,11 @@ name here is derived from everything its content depends on: one name, one conte
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from typing import Any
 
 from hooks.pvc.job_outcome import CONTAINER
-from hooks.observed import API_GROUP, Model
+from hooks.observed import API_GROUP, Model, field
 from hooks.settings import Settings
 from hooks.pvc.storage_uri import PVCLocation
 
@@ -201,33 +202,55 @@ def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def as_built(observed: Any, built: Any) -> Any:
-    """The observed child reduced to the fields this hook builds.
+def built_with(job: dict[str, Any], settings: Settings) -> Settings:
+    """The settings an observed Job was built with, read back from the fields they fill.
 
     An existing Job is returned exactly as it was built for its attempt, even after the
-    settings changed: its own values are kept wherever the fresh build has a field, and
-    what the API server or a webhook added (defaults, status, bookkeeping labels, extra
-    containers or volumes) is left out. Lists of objects pair items by their name (mounts
-    by their path), as Kubernetes merges them."""
-    if observed == built:
-        return built
-    if isinstance(built, dict):
-        source = observed if isinstance(observed, dict) else {}
-        return {key: as_built(source.get(key, value), value) for key, value in built.items()}
-    if isinstance(built, list) and isinstance(observed, list):
-        key = _merge_key(built)
-        if key is not None:
-            by_key = {item[key]: item for item in observed if isinstance(item, dict) and isinstance(item.get(key), str)}
-            return [as_built(by_key.get(item[key], item), item) for item in built]
-        if all(isinstance(item, str) for item in observed) and all(isinstance(item, str) for item in built):
-            return observed
-        return built
-    return observed if type(observed) is type(built) else built
+    settings changed, by building it again with its own settings. Everything else (its
+    name, namespace, the PVC, the sub-path, the read-only mounts, the model it writes) is
+    derived again, never copied, so an odd observed Job cannot move or widen what the
+    hook asks for. A value of the wrong type or out of range keeps the current setting."""
+    spec = field(job, "spec")
+    pod = field(field(spec, "template"), "spec")
+    container = _named(pod.get("containers"), CONTAINER)
+    mount = _named(container.get("volumeMounts"), VOLUME)
+    args = container.get("args")
+    resources = field(container, "resources")
+    found: dict[str, Any] = {
+        "backoff_limit": spec.get("backoffLimit"),
+        "active_deadline_seconds": spec.get("activeDeadlineSeconds"),
+        "ttl_seconds_after_finished": spec.get("ttlSecondsAfterFinished"),
+        "run_as_user": field(pod, "securityContext").get("runAsUser"),
+        "run_as_group": field(pod, "securityContext").get("runAsGroup"),
+        "agent_image": container.get("image"),
+        "agent_config": _flag_value(args, "--config"),
+        "mount_path": mount.get("mountPath"),
+        "cpu_request": field(resources, "requests").get("cpu"),
+        "memory_request": field(resources, "requests").get("memory"),
+        "cpu_limit": field(resources, "limits").get("cpu"),
+        "memory_limit": field(resources, "limits").get("memory"),
+    }
+    return replace(settings, **{key: value for key, value in found.items() if _fits(value, getattr(settings, key))})
 
 
-def _merge_key(items: list[Any]) -> str | None:
-    """The field that identifies each object in a built list, if there is one."""
-    for key in ("name", "mountPath"):
-        if items and all(isinstance(item, dict) and isinstance(item.get(key), str) for item in items):
-            return key
-    return None
+def _named(items: Any, name: str) -> dict[str, Any]:
+    """The item of a Kubernetes list of objects with this name, or an empty one."""
+    if not isinstance(items, list):
+        return {}
+    return next((item for item in items if isinstance(item, dict) and item.get("name") == name), {})
+
+
+def _flag_value(args: Any, flag: str) -> Any:
+    """The value after ``flag`` in a container's args, or None."""
+    if not isinstance(args, list) or flag not in args[:-1]:
+        return None
+    return args[args.index(flag) + 1]
+
+
+def _fits(value: Any, current: Any) -> bool:
+    """Whether an observed value can stand for a setting: same type, and a sane one."""
+    if isinstance(current, bool) or type(value) is not type(current):
+        return False
+    if isinstance(value, int):
+        return 0 < value < 2**31
+    return value != ""

@@ -8,16 +8,15 @@ says what was wrong and what the right form is. Syntax is judged before namespac
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
+
+from hooks.names import is_dns_label, is_dns_subdomain
 
 PVC_SCHEME = "pvc://"
 
 INVALID_STORAGE_URI = "InvalidStorageURI"
 CROSS_NAMESPACE_PVC = "CrossNamespacePVC"
-
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -77,14 +76,14 @@ def parse_pvc_uri(uri: str, parent_namespace: str | None) -> PVCLocation:
             raise refuse("has more than one ':' before the first '/'")
         if not namespace:
             raise refuse("has an empty namespace before ':'")
-        if not _DNS_LABEL.match(namespace) or len(namespace) > 63:
+        if not is_dns_label(namespace):
             raise refuse(
                 f"names namespace {namespace!r}, which is not a DNS-1123 label "
                 "(lowercase letters, digits and '-', at most 63 characters)"
             )
     if not pvc_name:
         raise refuse("has an empty PVC name")
-    if not _is_dns_subdomain(pvc_name):
+    if not is_dns_subdomain(pvc_name):
         raise refuse(
             f"names PVC {pvc_name!r}, which is not a DNS-1123 subdomain "
             "(lowercase letters, digits, '-' and '.', at most 253 characters)"
@@ -118,7 +117,3 @@ def _check_sub_path(sub_path: str, refuse: Callable[[str], StorageURIError]) -> 
     if "" in segments:
         raise refuse(f"has an empty segment ('//') in sub-path {sub_path!r}")
     return sub_path
-
-
-def _is_dns_subdomain(name: str) -> bool:
-    return len(name) <= 253 and all(_DNS_LABEL.match(part) for part in name.split("."))

@@ -1,0 +1,21 @@
+"""Kubernetes' rules for object names, for names the hook reads and names it derives.
+
+A name the API server could not have stored means the request was not sent by a real
+Metacontroller about a real object; deriving child names from it would misplace work.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+
+
+def is_dns_label(name: object) -> bool:
+    """DNS-1123 label: namespaces, and each part of a subdomain."""
+    return isinstance(name, str) and len(name) <= 63 and _DNS_LABEL.fullmatch(name) is not None
+
+
+def is_dns_subdomain(name: object) -> bool:
+    """DNS-1123 subdomain: the names of most objects, BaseModels and PVCs among them."""
+    return isinstance(name, str) and len(name) <= 253 and all(_DNS_LABEL.fullmatch(part) for part in name.split("."))
