@@ -1,63 +1,129 @@
-"""Measure the hook against a bare Flask app on the same gunicorn settings.
+"""Measure ``basemodel-hook serve`` against a bare Flask app, side by side in one run.
 
-Both run under gunicorn on 127.0.0.1 with the same sync workers, the hook exactly as
-``basemodel-hook serve`` starts it; the same saved requests are
-POSTed to each for a fixed number of rounds from a few client threads. The bare app
-parses the JSON body and answers a small JSON object, which is the least any hook does.
-Prints latency percentiles, throughput, the server CPU time per request (master and
-workers, from /proc: what answering costs, whatever the client does), the hook's cost
-relative to the bare app by that CPU time, and the servers' resident memory. Bounded: it stops after ``--requests`` per case.
+    python bench/bench.py [--rounds 9] [--seconds 2] [--connections 4] [--workers 2]
 
-    python bench/bench.py [--requests 2000] [--workers 2] [--clients 4] [--rounds 3]
+Both servers run under gunicorn on 127.0.0.1 with the same flags (sync workers): the
+hook exactly as ``basemodel-hook serve --workers 2`` starts it, and ``bench/bare_app.py``,
+which parses the body with orjson and answers a canned answer of the size the hook gives.
+The load generator is ``wrk`` (Debian: ``apt-get install -y wrk``); without it the bench
+says so and falls back to a Python load generator, which needs more CPU of its own, so its
+absolute figures are lower, its ratios still comparable.
 
-The servers take turns, round after round, and each keeps its cheapest round: other
-work on the machine only ever adds cost, so the minimum is the steadiest estimate.
+For each request shape (golden fixtures, sent compact as Metacontroller sends them) the
+servers take turns for ``--rounds`` rounds (hook, bare, hook, bare...), each round a
+``--seconds`` wrk run after one unmeasured warm-up round. The machine is shared and noisy,
+so the table quotes medians over rounds, and the ratio is the median of the ratios of
+neighbouring rounds. Then: the resident memory of each worker after 10,000 and 20,000
+requests (it must not grow), the core alone per shape (``hooks.sync.sync`` in this
+process, µs per call), and a check that the hook's ``/metrics`` and its log counted every
+request it answered, one line per request.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import http.client
+import json
+import multiprocessing
 import os
+import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
-import threading
 import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 REPO = Path(__file__).resolve().parent.parent
-CASES = [
-    "sync/basemodel-job-running-v1-keys",
-    "sync/basemodel-rbac-ready-creates-job",
-    "sync/basemodel-job-failed-backoff-waiting-retry",
-    "sync/basemodel-hf-hundreds-of-nodes",
-    "customize/basemodel-pvc",
-]
-BARE_APP = textwrap.dedent(
-    """
-    import json
-    from flask import Flask, Response, request
+sys.path.insert(0, str(REPO))
 
-    def create_app():
-        app = Flask(__name__)
+from hooks.cli import GC_YOUNG_THRESHOLD  # noqa: E402
+from hooks.settings import Settings  # noqa: E402
+from hooks.sync import sync  # noqa: E402
 
-        @app.post("/<hook>")
-        def answer(hook):
-            body = json.loads(request.get_data())
-            return Response(json.dumps({"status": {"state": "Ready"}, "children": [], "seen": len(body)}),
-                            mimetype="application/json")
+SHAPES = {
+    "steady state, running Job": "sync/basemodel-job-running-v1-keys",
+    "Job creation": "sync/basemodel-rbac-ready-creates-job",
+    "node flow, 7 nodes": "sync/basemodel-hf-ready-on-some-nodes",
+}
+# What ``basemodel-hook serve`` hands gunicorn (hooks/cli.py), as gunicorn's own flags.
+GUNICORN_FLAGS = ["--worker-class", "sync", "--timeout", "30", "--graceful-timeout", "20", "--keep-alive", "5",
+                  "--worker-tmp-dir", tempfile.gettempdir()]
+MEMORY_STEPS = (1_000, 10_000, 20_000)
+CORE_CALLS = 1_000
+CORE_ROUNDS = 5
+WRK_SCRIPT = """
+local paths = {%(paths)s}
+local prepared = {}
+local sent = 0
 
-        @app.get("/readyz")
-        def ready():
-            return "ok"
+function init(args)
+  for i, path in ipairs(paths) do
+    local file = assert(io.open(path, "rb"))
+    prepared[i] = wrk.format("POST", "/sync", {["Content-Type"] = "application/json"}, file:read("*a"))
+    file:close()
+  end
+end
 
-        return app
-    """
-)
+function request()
+  sent = sent %% #prepared + 1
+  return prepared[sent]
+end
+
+function done(summary, latency, requests)
+  local errors = summary.errors
+  io.write(string.format(
+    'BENCH {"requests": %%d, "duration_us": %%d, "errors": %%d, "p50_us": %%d, "p99_us": %%d}\\n',
+    summary.requests, summary.duration,
+    errors.connect + errors.read + errors.write + errors.status + errors.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+@dataclass
+class Server:
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+
+    def workers(self) -> list[int]:
+        children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        return sorted(int(pid) for pid in children.read_text().split())
+
+    def worker_rss_mib(self) -> list[float]:
+        sizes = []
+        for pid in self.workers():
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    sizes.append(int(line.split()[1]) / 1024)
+        return sizes
+
+    def get(self, path: str) -> bytes:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection.request("GET", path)
+        return connection.getresponse().read()
+
+    def post(self, path: str, body: bytes) -> bytes:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        reply = connection.getresponse()
+        answer = reply.read()
+        if reply.status != 200:
+            raise SystemExit(f"{self.name} answered {reply.status}: {answer[:300]!r}")
+        return answer
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
 
 
 def free_port() -> int:
@@ -66,129 +132,265 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(command: list[str], pythonpath: str) -> tuple[subprocess.Popen[bytes], int]:
+def start(name: str, command: list[str], env: dict[str, str], stderr: Any) -> Server:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": pythonpath, "PROMETHEUS_MULTIPROC_DIR": tempfile.mkdtemp()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", *command, "--bind", f"127.0.0.1:{port}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
-    )
-    deadline = time.monotonic() + 20
+    process = subprocess.Popen([*command, "--bind", f"127.0.0.1:{port}"], env={**os.environ, **env},
+                               stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO)
+    server = Server(name, process, port)
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            connection.request("GET", "/readyz")
-            if connection.getresponse().status == 200:
-                return process, port
+            server.get("/readyz")
+            if len(server.workers()) == int(command[command.index("--workers") + 1]):
+                return server
         except OSError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.2)
     process.kill()
-    raise SystemExit(f"{' '.join(command)} did not start")
+    raise SystemExit(f"{name} did not start: {' '.join(command)}")
 
 
-def server_pids(process: subprocess.Popen[bytes]) -> list[int]:
-    """The gunicorn master and its workers."""
-    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
-    return [process.pid, *(int(pid) for pid in children.read_text().split())] if children.exists() else [process.pid]
+class Wrk:
+    """``wrk`` with a Lua script that POSTs the given bodies to /sync in turn."""
+
+    def __init__(self, workdir: Path, connections: int) -> None:
+        self.workdir, self.connections = workdir, connections
+
+    def run(self, server: Server, bodies: list[Path], seconds: int) -> dict[str, int]:
+        script = self.workdir / f"load-{len(bodies)}.lua"
+        script.write_text(WRK_SCRIPT % {"paths": ", ".join(json.dumps(str(path)) for path in bodies)})
+        output = subprocess.run(
+            ["wrk", "-t1", f"-c{self.connections}", f"-d{seconds}s", "--timeout", "5s", "-s", str(script),
+             f"http://127.0.0.1:{server.port}/sync"],
+            capture_output=True, text=True, timeout=seconds + 30, check=True,
+        ).stdout
+        return json.loads(next(line for line in output.splitlines() if line.startswith("BENCH "))[6:])
 
 
-def cpu_seconds(process: subprocess.Popen[bytes]) -> float:
-    """User plus system CPU time the server has used so far, from /proc."""
-    ticks = 0
-    for pid in server_pids(process):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+class PythonLoad:
+    """The fallback: one process per connection, each a plain socket loop, no keep-alive."""
+
+    def __init__(self, workdir: Path, connections: int) -> None:
+        self.connections = connections
+
+    def run(self, server: Server, bodies: list[Path], seconds: int) -> dict[str, int]:
+        requests = [b"POST /sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+                    for body in (path.read_bytes() for path in bodies)]
+        jobs = [(server.port, requests, time.monotonic() + seconds)] * self.connections
+        started = time.perf_counter()
+        with multiprocessing.Pool(self.connections) as pool:
+            results = pool.map(_client_loop, jobs)
+        duration = time.perf_counter() - started
+        latencies = sorted(latency for result, _ in results for latency in result)
+        return {
+            "requests": len(latencies),
+            "duration_us": int(duration * 1e6),
+            "errors": sum(errors for _, errors in results),
+            "p50_us": int(percentile(latencies, 50) * 1e6),
+            "p99_us": int(percentile(latencies, 99) * 1e6),
+        }
 
 
-def rss_kib(process: subprocess.Popen[bytes]) -> int:
-    """Resident memory of the master and its workers, from /proc."""
-    total = 0
-    for pid in server_pids(process):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-    return total
-
-
-def load(port: int, path: str, body: bytes, requests: int, clients: int) -> list[float]:
+def _client_loop(job: tuple[int, list[bytes], float]) -> tuple[list[float], int]:
+    port, requests, deadline = job
     latencies: list[float] = []
-    lock = threading.Lock()
-    per_client = requests // clients
-
-    def run() -> None:
-        mine = []
-        for _ in range(per_client):
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-            started = time.perf_counter()
-            connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-            reply = connection.getresponse()
-            reply.read()
-            mine.append(time.perf_counter() - started)
-            assert reply.status == 200, reply.status
-            connection.close()
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=run) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return latencies
+    errors = 0
+    while time.monotonic() < deadline:
+        started = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+            connection.sendall(requests[len(latencies) % len(requests)])
+            answer = b""
+            while chunk := connection.recv(65536):
+                answer += chunk
+        latencies.append(time.perf_counter() - started)
+        errors += not answer.startswith(b"HTTP/1.1 200")
+    return latencies, errors
 
 
-def summary(latencies: list[float], elapsed: float, cpu: float) -> dict[str, float]:
-    ordered = sorted(latencies)
-    return {
-        "p50_ms": ordered[len(ordered) // 2] * 1000,
-        "p99_ms": ordered[int(len(ordered) * 0.99)] * 1000,
-        "rps": len(ordered) / elapsed,
-        "cpu_us": cpu / len(ordered) * 1e6,
-    }
+def percentile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))] if ordered else 0.0
+
+
+def compact_bodies(workdir: Path) -> dict[str, Path]:
+    """Each shape's request as Metacontroller sends it: compact JSON, no indentation."""
+    paths = {}
+    for index, (shape, fixture) in enumerate(SHAPES.items()):
+        body = orjson.dumps(orjson.loads((REPO / "tests" / "fixtures" / f"{fixture}.request.json").read_bytes()))
+        paths[shape] = workdir / f"shape-{index}.json"
+        paths[shape].write_bytes(body)
+    return paths
+
+
+def throughput(load: Wrk | PythonLoad, servers: list[Server], body: Path, rounds: int,
+               seconds: int) -> dict[str, list[dict[str, int]]]:
+    """Alternating rounds after one warm-up round each; every round's figures are kept."""
+    for server in servers:
+        load.run(server, [body], 1)
+    results: dict[str, list[dict[str, int]]] = {server.name: [] for server in servers}
+    for _ in range(rounds):
+        for server in servers:
+            figures = load.run(server, [body], seconds)
+            if figures["errors"]:
+                raise SystemExit(f"{server.name}: {figures['errors']} failed requests in a round: {figures}")
+            figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
+            results[server.name].append(figures)
+    return results
+
+
+def hook_requests_counted(server: Server) -> int:
+    """The sum of ``basemodel_hook_requests_total`` over labels, as a scrape sees it."""
+    total = 0.0
+    for line in server.get("/metrics").decode().splitlines():
+        if line.startswith("basemodel_hook_requests_total{"):
+            total += float(line.rsplit(" ", 1)[1])
+    return int(total)
+
+
+def memory(load: Wrk | PythonLoad, servers: list[Server], bodies: list[Path]) -> dict[str, dict[int, list[float]]]:
+    """Worker RSS once the server has answered each of ``MEMORY_STEPS`` requests in all.
+
+    One-second runs until a step is passed: wrk stops only on time (whole seconds), so a
+    step is overshot by less than a second's worth of requests."""
+    sizes: dict[str, dict[int, list[float]]] = {}
+    for server in servers:
+        done = 0
+        sizes[server.name] = {}
+        for step in MEMORY_STEPS:
+            deadline = time.monotonic() + 120
+            while done < step and time.monotonic() < deadline:
+                done += load.run(server, bodies, 1)["requests"]
+            sizes[server.name][step] = server.worker_rss_mib()
+    return sizes
+
+
+def core(bodies: dict[str, Path], rounds: int) -> dict[str, dict[str, float]]:
+    """The decision alone, as a worker runs it (same garbage-collector settings), per shape.
+
+    Each call gets a freshly parsed body, as a request would; parse and serialization are
+    timed apart so the table shows what the shell's JSON costs beside the decision. The
+    times are this thread's CPU time: on a shared machine, wall-clock percentiles mostly
+    measure how long the scheduler gave the CPU to someone else."""
+    settings = Settings()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG_THRESHOLD)
+    figures: dict[str, dict[str, list[float]]] = {shape: {"parse": [], "p50": [], "p99": [], "dumps": []}
+                                                  for shape in bodies}
+    for _ in range(rounds):
+        for shape, path in bodies.items():
+            data = path.read_bytes()
+            parse, decide, dump = [], [], []
+            for _ in range(CORE_CALLS):
+                now = datetime.now(timezone.utc)
+                started = time.thread_time_ns()
+                body = orjson.loads(data)
+                parsed = time.thread_time_ns()
+                decision = sync(body, settings, now)
+                decided = time.thread_time_ns()
+                orjson.dumps(decision.response)
+                dumped = time.thread_time_ns()
+                parse.append(parsed - started)
+                decide.append(decided - parsed)
+                dump.append(dumped - decided)
+            decide.sort()
+            figures[shape]["parse"].append(statistics.median(parse) / 1000)
+            figures[shape]["p50"].append(percentile(decide, 50) / 1000)
+            figures[shape]["p99"].append(percentile(decide, 99) / 1000)
+            figures[shape]["dumps"].append(statistics.median(dump) / 1000)
+    return {shape: {key: statistics.median(values) for key, values in columns.items()}
+            for shape, columns in figures.items()}
+
+
+def log_lines(path: Path) -> int:
+    count = 0
+    for line in path.read_text().splitlines():
+        if line.startswith("{"):
+            json.loads(line)
+            count += 1
+    return count
+
+
+def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str, dict[str, list[dict[str, int]]]],
+           sizes: dict[str, dict[int, list[float]]], cores: dict[str, dict[str, float]], rounds: int) -> None:
+    print(f"\nThroughput and latency, median of {rounds} alternating rounds (hook / bare):\n")
+    print(f"| shape | in KB | out KB | hook req/s | bare req/s | ratio (range) | hook p50 / p99 ms | bare p50 / p99 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for shape, path in shapes.items():
+        hook, bare = results[shape]["hook"], results[shape]["bare"]
+        ratios = sorted(h["rps"] / b["rps"] for h, b in zip(hook, bare))
+
+        def median(rows: list[dict[str, int]], key: str) -> float:
+            return statistics.median(row[key] for row in rows)
+
+        print(f"| {shape} | {path.stat().st_size / 1000:.1f} | {len(answers[shape]) / 1000:.1f} "
+              f"| {median(hook, 'rps'):.0f} | {median(bare, 'rps'):.0f} "
+              f"| **{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f}) "
+              f"| {median(hook, 'p50_us') / 1000:.2f} / {median(hook, 'p99_us') / 1000:.2f} "
+              f"| {median(bare, 'p50_us') / 1000:.2f} / {median(bare, 'p99_us') / 1000:.2f} |")
+    print(f"\nThe core alone (hooks.sync.sync, CPU µs per call; median over {CORE_ROUNDS} rounds of "
+          f"{CORE_CALLS} calls), with the JSON work around it:\n")
+    print("| shape | decision p50 | decision p99 | orjson parse p50 | orjson dumps p50 |")
+    print("|---|---:|---:|---:|---:|")
+    for shape, figures in cores.items():
+        print(f"| {shape} | {figures['p50']:.0f} | {figures['p99']:.0f} | {figures['parse']:.0f} "
+              f"| {figures['dumps']:.0f} |")
+    print("\nResident memory per worker (MiB), the three shapes in turn:\n")
+    print(f"| server | {' | '.join(f'after {step:,} requests' for step in MEMORY_STEPS)} | growth, last {MEMORY_STEPS[-1] - MEMORY_STEPS[-2]:,} |")
+    print(f"|---|{'---:|' * (len(MEMORY_STEPS) + 1)}")
+    for name, steps in sizes.items():
+        cells = [" / ".join(f"{size:.1f}" for size in steps[step]) for step in MEMORY_STEPS]
+        growth = max(last - before for last, before in zip(steps[MEMORY_STEPS[-1]], steps[MEMORY_STEPS[-2]]))
+        print(f"| {name} | {' | '.join(cells)} | {growth:+.1f} |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=2000)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per case; the cheapest counts")
+    parser.add_argument("--rounds", type=int, default=9, help="measured rounds per server and shape")
+    parser.add_argument("--seconds", type=int, default=2, help="length of one round, whole seconds")
+    parser.add_argument("--connections", type=int, default=4, help="concurrent client connections")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers of each server")
     args = parser.parse_args()
 
-    bare_dir = tempfile.mkdtemp()
-    Path(bare_dir, "bare_app.py").write_text(BARE_APP)
+    workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
+    if shutil.which("wrk"):
+        load: Wrk | PythonLoad = Wrk(workdir, args.connections)
+    else:
+        print("wrk not found (Debian/Ubuntu: apt-get install -y wrk); falling back to a Python load generator, "
+              "whose own CPU use lowers both servers' figures alike.", file=sys.stderr)
+        load = PythonLoad(workdir, args.connections)
+    shapes = compact_bodies(workdir)
     workers = ["--workers", str(args.workers)]
-    servers = {
-        "bare": start(["gunicorn", "--worker-class", "sync", "--log-level", "warning", *workers,
-                       "bare_app:create_app()"], bare_dir),
-        "hook": start(["hooks.cli", "serve", *workers], str(REPO)),
-    }
+    hook_log = workdir / "hook.log"
+    servers: list[Server] = []
     try:
-        print(f"{'case':55} {'server':5} {'p50 ms':>8} {'p99 ms':>8} {'req/s':>8} {'CPU us/req':>10} {'cost':>7}")
-        for case in CASES:
-            body = (REPO / "tests" / "fixtures" / f"{case}.request.json").read_bytes()
-            hook = case.split("/")[0]
-            results: dict[str, dict[str, float]] = {}
-            for _ in range(args.rounds):
-                for name, (process, port) in servers.items():
-                    load(port, f"/{hook}", body, args.clients * 20, args.clients)
-                    started, cpu = time.perf_counter(), cpu_seconds(process)
-                    latencies = load(port, f"/{hook}", body, args.requests, args.clients)
-                    figures = summary(latencies, time.perf_counter() - started, cpu_seconds(process) - cpu)
-                    if name not in results or figures["cpu_us"] < results[name]["cpu_us"]:
-                        results[name] = figures
-            cost = results["hook"]["cpu_us"] / results["bare"]["cpu_us"] - 1
-            for name, figures in results.items():
-                shown = f"{cost:+7.1%}" if name == "hook" else ""
-                print(f"{case + f' ({len(body) // 1024} KiB)':55} {name:5} {figures['p50_ms']:8.2f} "
-                      f"{figures['p99_ms']:8.2f} {figures['rps']:8.0f} {figures['cpu_us']:10.0f} {shown:>7}")
-        for name, (process, _) in servers.items():
-            print(f"resident memory, {name}: {rss_kib(process) / 1024:.1f} MiB (master + {args.workers} workers)")
+        with hook_log.open("wb") as log:
+            servers.append(start("hook", [sys.executable, "-m", "hooks.cli", "serve", *workers],
+                                 {"PYTHONPATH": str(REPO), "PROMETHEUS_MULTIPROC_DIR": str(workdir / "metrics")}, log))
+        answers = {shape: servers[0].post("/sync", path.read_bytes()) for shape, path in shapes.items()}
+        (workdir / "canned.json").write_bytes(orjson.dumps({str(path.stat().st_size): answers[shape].decode()
+                                                            for shape, path in shapes.items()}))
+        servers.append(start("bare", [sys.executable, "-m", "gunicorn", *GUNICORN_FLAGS, *workers,
+                                      "--pythonpath", str(REPO / "bench"), "bare_app:create_app()"],
+                             {"BENCH_CANNED_ANSWERS": str(workdir / "canned.json")}, subprocess.DEVNULL))
+        print(f"load: {type(load).__name__}, {args.connections} connections; {args.workers} sync workers each",
+              file=sys.stderr)
+        sizes = memory(load, servers, list(shapes.values()))
+        results = {}
+        for shape, path in shapes.items():
+            print(f"measuring: {shape}", file=sys.stderr)
+            results[shape] = throughput(load, servers, path, args.rounds, args.seconds)
+        counted = hook_requests_counted(servers[0])
     finally:
-        for process, _ in servers.values():
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=15)
+        for server in servers:
+            server.stop()
+    lines = log_lines(hook_log)
+    cores = core(shapes, CORE_ROUNDS)
+    report(shapes, answers, results, sizes, cores, args.rounds)
+    print(f"\nThe hook's /metrics counted {counted:,} hook requests and its log has {lines:,} request lines"
+          f" ({'one per request' if counted == lines else 'MISMATCH'}).")
+    shutil.rmtree(workdir, ignore_errors=True)
+    if counted != lines:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":
