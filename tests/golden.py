@@ -11,8 +11,9 @@ and review the diff: a changed golden file is a changed behaviour.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-import logging
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,10 +63,10 @@ def answer(request_file: Path, test_client: FlaskClient | None = None) -> tuple[
 
 def regenerate() -> int:
     """Rewrite every response file from the current code."""
-    logging.getLogger("hooks.requests").disabled = True
     test_client = client()
     for request_file in cases():
-        status, body = answer(request_file, test_client)
+        with contextlib.redirect_stderr(io.StringIO()):
+            status, body = answer(request_file, test_client)
         if status != 200:
             print(f"{request_file}: answered {status}: {body.decode()}", file=sys.stderr)
             return 1

@@ -5,12 +5,12 @@ from __future__ import annotations
 import base64
 import io
 import json
-import logging
 from datetime import datetime, timezone
 from typing import Any, Callable
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.test import EnvironBuilder
 
 from hooks.http import app as app_module
 from hooks.http.app import create_app
@@ -225,21 +225,16 @@ def test_metrics_count_unexpected_errors_by_type(client: FlaskClient, monkeypatc
     assert 'basemodel_hook_requests_total{hook="sync",outcome="error"} 1.0' in text
 
 
-def request_log(caplog: pytest.LogCaptureFixture, send: Callable[[], object]) -> list[str]:
-    """The request log lines written while ``send`` runs."""
-    logger = logging.getLogger("hooks.requests")
-    logger.addHandler(caplog.handler)
-    try:
-        with caplog.at_level(logging.INFO, logger="hooks.requests"):
-            send()
-    finally:
-        logger.removeHandler(caplog.handler)
-    return [r.getMessage() for r in caplog.records if r.name == "hooks.requests"]
+def request_log(capsys: pytest.CaptureFixture[str], send: Callable[[], object]) -> list[str]:
+    """The request log lines written to stderr while ``send`` runs."""
+    capsys.readouterr()
+    send()
+    return capsys.readouterr().err.splitlines()
 
 
-def test_one_json_log_line_per_request_without_secrets(caplog: pytest.LogCaptureFixture) -> None:
+def test_one_json_log_line_per_request_without_secrets(capsys: pytest.CaptureFixture[str]) -> None:
     client = make_client(auth_token="s3cr3t-token")
-    [message] = request_log(caplog, lambda: client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer s3cr3t-token"}))
+    [message] = request_log(capsys, lambda: client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer s3cr3t-token"}))
     line = json.loads(message)
     assert line["hook"] == "sync" and line["status"] == 200
     assert line["parent"] == {"kind": "BaseModel", "namespace": "models", "name": "llama", "generation": 1}
@@ -263,12 +258,85 @@ TOKEN = {"Authorization": "Bearer s3cr3t-token"}
     ids=["not-json", "wrong-kind", "unauthorized", "too-large"],
 )
 def test_an_error_answer_is_logged_with_its_text(
-    caplog: pytest.LogCaptureFixture, send: Callable[[FlaskClient], Any], status: int, error: str
+    capsys: pytest.CaptureFixture[str], send: Callable[[FlaskClient], Any], status: int, error: str
 ) -> None:
     """Whoever reads the hook's log sees why a request was refused, not only that it was."""
     client = make_client(auth_token=TOKEN["Authorization"].removeprefix("Bearer "), max_request_bytes=2048)
-    [message] = request_log(caplog, lambda: send(client))
+    [message] = request_log(capsys, lambda: send(client))
     line = json.loads(message)
     assert line["status"] == status
     assert error in line["error"]
     assert "s3cr3t" not in message
+
+
+def wsgi_answer(wsgi: Any, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], bytes]:
+    """Status line, header list and body exactly as a WSGI server receives them."""
+    started: list[tuple[str, list[tuple[str, str]]]] = []
+    body = b"".join(wsgi(environ, lambda status, headers, exc_info=None: started.append((status, list(headers)))))
+    [(status, headers)] = started
+    return status, headers, body
+
+
+def hook_environ(path: str = "/sync", data: bytes | None = None, method: str = "POST", chunked: bool = False,
+                 headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """A WSGI environ as gunicorn builds it (its input stream can be read once)."""
+    body = json.dumps(sync_body()).encode() if data is None else data
+    environ = EnvironBuilder(path=path, method=method, data=body, headers=headers,
+                             content_type="application/json").get_environ()
+    if chunked:
+        del environ["CONTENT_LENGTH"]
+        environ["wsgi.input_terminated"] = True
+    return environ
+
+
+FIXTURE_BODY = (golden.FIXTURES / "sync" / "basemodel-job-running-v1-keys.request.json").read_bytes()
+ANSWERED_IN_FRONT: dict[str, dict[str, Any]] = {
+    "sync": {"data": FIXTURE_BODY},
+    "customize": {"path": "/customize", "data": (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()},
+    "finalize": {"path": "/finalize", "data": (golden.FIXTURES / "finalize" / "basemodel-pvc-children-gone.request.json").read_bytes()},
+    "chunked": {"data": FIXTURE_BODY, "chunked": True},
+    "query-string": {"path": "/sync?watch=1", "data": FIXTURE_BODY},
+    "empty": {"data": b""},
+    "not-json": {"data": b"{nope"},
+    "not-an-object": {"data": b"[1]"},
+    "too-large": {"data": b"{" + b" " * 5000 + b"}"},
+    "too-large-chunked": {"data": b"{" + b" " * 5000 + b"}", "chunked": True},
+    "wrong-credentials": {"headers": {"Authorization": "Bearer wrong"}},
+}
+
+
+@pytest.mark.parametrize("case", ANSWERED_IN_FRONT, ids=list(ANSWERED_IN_FRONT))
+@pytest.mark.parametrize("token", ["", "s3cr3t-token"], ids=["no-auth", "bearer"])
+def test_hooks_answered_in_front_of_flask_answer_byte_for_byte_as_flasks_routes(case: str, token: str) -> None:
+    """The dispatch in front of Flask must not be visible: the same status line (werkzeug's
+    wording), headers in the same order, and body as Flask's own route for the hook."""
+    app = create_app(Settings(auth_token=token, max_request_bytes=4096), clock=lambda: NOW)
+    request = {"headers": {"Authorization": f"Bearer {token}"}, **ANSWERED_IN_FRONT[case]}
+    in_front = wsgi_answer(app.wsgi_app, hook_environ(**request))
+    assert in_front == wsgi_answer(app.wsgi_app.flask_wsgi, hook_environ(**request))
+
+
+def test_a_hook_answer_has_json_type_length_and_challenge_headers() -> None:
+    app = create_app(Settings(auth_token="s3cr3t-token"), clock=lambda: NOW)
+    status, headers, body = wsgi_answer(app.wsgi_app, hook_environ())
+    assert status == "401 UNAUTHORIZED"
+    assert headers == [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(body))),
+        ("WWW-Authenticate", 'Bearer realm="basemodel-hook"'),
+    ]
+    status, headers, body = wsgi_answer(app.wsgi_app, hook_environ(headers={"Authorization": "Bearer s3cr3t-token"}))
+    assert (status, headers) == ("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    assert json.loads(body)["status"]["state"] == "Failed"
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "status"),
+    [("/sync", "GET", "405 METHOD NOT ALLOWED"), ("/finalize", "PUT", "405 METHOD NOT ALLOWED"),
+     ("/sync/", "POST", "404 NOT FOUND"), ("/SYNC", "POST", "404 NOT FOUND"), ("/healthz", "POST", "405 METHOD NOT ALLOWED")],
+)
+def test_other_methods_and_paths_are_flasks_json_refusals(path: str, method: str, status: str) -> None:
+    app = create_app(Settings(), clock=lambda: NOW)
+    answered, headers, body = wsgi_answer(app.wsgi_app, hook_environ(path, method=method))
+    assert answered == status
+    assert ("Content-Type", "application/json") in headers and "error" in json.loads(body)
