@@ -13,10 +13,12 @@ For each request shape (golden fixtures, sent compact as Metacontroller sends th
 servers take turns for ``--rounds`` rounds (hook, bare, hook, bare...), each round a
 ``--seconds`` wrk run after one unmeasured warm-up round. The machine is shared and noisy,
 so the table quotes medians over rounds, and the ratio is the median of the ratios of
-neighbouring rounds. Then: the resident memory of each worker after 10,000 and 20,000
-requests (it must not grow), the core alone per shape (``hooks.sync.sync`` in this
-process, µs per call), and a check that the hook's ``/metrics`` and its log counted every
-request it answered, one line per request.
+neighbouring rounds. Beside them, each server's CPU time per request (master and
+workers, from /proc), which moves less than throughput when others load the machine.
+Then: the resident memory of each worker after 1,000, 10,000 and 20,000 requests (it
+must not grow), the core alone per shape (``hooks.sync.sync`` in this process, CPU µs
+per call), and a check that the hook's ``/metrics`` and its log counted every request it
+answered, one line per request.
 """
 
 from __future__ import annotations
@@ -98,6 +100,14 @@ class Server:
     def workers(self) -> list[int]:
         children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
         return sorted(int(pid) for pid in children.read_text().split())
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time of the master and its workers so far, from /proc."""
+        ticks = 0
+        for pid in (self.process.pid, *self.workers()):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+        return ticks / os.sysconf("SC_CLK_TCK")
 
     def worker_rss_mib(self) -> list[float]:
         sizes = []
@@ -230,7 +240,9 @@ def throughput(load: Wrk | PythonLoad, servers: list[Server], body: Path, rounds
     results: dict[str, list[dict[str, int]]] = {server.name: [] for server in servers}
     for _ in range(rounds):
         for server in servers:
+            cpu = server.cpu_seconds()
             figures = load.run(server, [body], seconds)
+            figures["cpu_us"] = (server.cpu_seconds() - cpu) / figures["requests"] * 1e6
             if figures["errors"]:
                 raise SystemExit(f"{server.name}: {figures['errors']} failed requests in a round: {figures}")
             figures["rps"] = figures["requests"] / (figures["duration_us"] / 1e6)
@@ -313,8 +325,9 @@ def log_lines(path: Path) -> int:
 def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str, dict[str, list[dict[str, int]]]],
            sizes: dict[str, dict[int, list[float]]], cores: dict[str, dict[str, float]], rounds: int) -> None:
     print(f"\nThroughput and latency, median of {rounds} alternating rounds (hook / bare):\n")
-    print(f"| shape | in KB | out KB | hook req/s | bare req/s | ratio (range) | hook p50 / p99 ms | bare p50 / p99 ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| shape | in KB | out KB | hook req/s | bare req/s | ratio (range) | hook p50 / p99 ms | bare p50 / p99 ms "
+          "| CPU µs/req hook / bare |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for shape, path in shapes.items():
         hook, bare = results[shape]["hook"], results[shape]["bare"]
         ratios = sorted(h["rps"] / b["rps"] for h, b in zip(hook, bare))
@@ -326,7 +339,8 @@ def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str
               f"| {median(hook, 'rps'):.0f} | {median(bare, 'rps'):.0f} "
               f"| **{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f}) "
               f"| {median(hook, 'p50_us') / 1000:.2f} / {median(hook, 'p99_us') / 1000:.2f} "
-              f"| {median(bare, 'p50_us') / 1000:.2f} / {median(bare, 'p99_us') / 1000:.2f} |")
+              f"| {median(bare, 'p50_us') / 1000:.2f} / {median(bare, 'p99_us') / 1000:.2f} "
+              f"| {median(hook, 'cpu_us'):.0f} / {median(bare, 'cpu_us'):.0f} |")
     print(f"\nThe core alone (hooks.sync.sync, CPU µs per call; median over {CORE_ROUNDS} rounds of "
           f"{CORE_CALLS} calls), with the JSON work around it:\n")
     print("| shape | decision p50 | decision p99 | orjson parse p50 | orjson dumps p50 |")
