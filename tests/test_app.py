@@ -10,7 +10,9 @@ from typing import Any, Callable
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.exceptions import HTTPException
 from werkzeug.test import EnvironBuilder
+from werkzeug.wsgi import get_input_stream
 
 from hooks.http import app as app_module
 from hooks.http.app import create_app
@@ -277,18 +279,37 @@ def wsgi_answer(wsgi: Any, environ: dict[str, Any]) -> tuple[str, list[tuple[str
     return status, headers, body
 
 
+class BrokenConnection(io.BytesIO):
+    """A client that hung up: every read fails as a socket's would."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        raise ConnectionResetError("peer gone")
+
+    def readinto(self, buffer: Any) -> int:
+        raise ConnectionResetError("peer gone")
+
+
 def hook_environ(path: str = "/sync", data: bytes | None = None, method: str = "POST", chunked: bool = False,
-                 headers: dict[str, str] | None = None) -> dict[str, Any]:
-    """A WSGI environ as gunicorn builds it (its input stream can be read once)."""
+                 headers: dict[str, str] | None = None, server_ends_stream: bool = False,
+                 content_length: int | None = None, broken: bool = False) -> dict[str, Any]:
+    """A WSGI environ (its input stream can be read once). ``server_ends_stream`` is
+    gunicorn's way: the input ends at the Content-Length, and ``wsgi.input_terminated`` says so."""
     body = json.dumps(sync_body()).encode() if data is None else data
     environ = EnvironBuilder(path=path, method=method, data=body, headers=headers,
                              content_type="application/json").get_environ()
     if chunked:
         del environ["CONTENT_LENGTH"]
+    if chunked or server_ends_stream:
         environ["wsgi.input_terminated"] = True
+    if content_length is not None:
+        environ["CONTENT_LENGTH"] = str(content_length)
+    if broken:
+        environ["wsgi.input"] = BrokenConnection(body)
     return environ
 
 
+LIMIT = 100_000
+TOO_LARGE = b"{" + b" " * LIMIT + b"}"
 FIXTURE_BODY = (golden.FIXTURES / "sync" / "basemodel-job-running-v1-keys.request.json").read_bytes()
 ANSWERED_IN_FRONT: dict[str, dict[str, Any]] = {
     "sync": {"data": FIXTURE_BODY},
@@ -299,9 +320,15 @@ ANSWERED_IN_FRONT: dict[str, dict[str, Any]] = {
     "empty": {"data": b""},
     "not-json": {"data": b"{nope"},
     "not-an-object": {"data": b"[1]"},
-    "too-large": {"data": b"{" + b" " * 5000 + b"}"},
-    "too-large-chunked": {"data": b"{" + b" " * 5000 + b"}", "chunked": True},
+    "too-large": {"data": TOO_LARGE},
+    "too-large-chunked": {"data": TOO_LARGE, "chunked": True},
     "wrong-credentials": {"headers": {"Authorization": "Bearer wrong"}},
+    "as-gunicorn-sends": {"data": FIXTURE_BODY, "server_ends_stream": True},
+    "as-gunicorn-sends-too-large": {"data": TOO_LARGE, "server_ends_stream": True},
+    "as-gunicorn-sends-empty": {"data": b"", "server_ends_stream": True},
+    "as-gunicorn-sends-connection-reset": {"data": FIXTURE_BODY, "server_ends_stream": True, "broken": True},
+    "body-shorter-than-content-length": {"data": b'{"parent": {}}', "content_length": 100},
+    "content-length-not-a-number": {"data": FIXTURE_BODY, "content_length": -1},
 }
 
 
@@ -310,7 +337,7 @@ ANSWERED_IN_FRONT: dict[str, dict[str, Any]] = {
 def test_hooks_answered_in_front_of_flask_answer_byte_for_byte_as_flasks_routes(case: str, token: str) -> None:
     """The dispatch in front of Flask must not be visible: the same status line (werkzeug's
     wording), headers in the same order, and body as Flask's own route for the hook."""
-    app = create_app(Settings(auth_token=token, max_request_bytes=4096), clock=lambda: NOW)
+    app = create_app(Settings(auth_token=token, max_request_bytes=LIMIT), clock=lambda: NOW)
     request = {"headers": {"Authorization": f"Bearer {token}"}, **ANSWERED_IN_FRONT[case]}
     in_front = wsgi_answer(app.wsgi_app, hook_environ(**request))
     assert in_front == wsgi_answer(app.wsgi_app.flask_wsgi, hook_environ(**request))
@@ -340,3 +367,38 @@ def test_other_methods_and_paths_are_flasks_json_refusals(path: str, method: str
     answered, headers, body = wsgi_answer(app.wsgi_app, hook_environ(path, method=method))
     assert answered == status
     assert ("Content-Type", "application/json") in headers and "error" in json.loads(body)
+
+
+def werkzeug_read(environ: dict[str, Any], limit: int) -> bytes | type[Exception]:
+    try:
+        return get_input_stream(environ, max_content_length=limit + 1).read()
+    except HTTPException as refusal:
+        return type(refusal)
+
+
+def hook_read(environ: dict[str, Any], limit: int) -> bytes | type[Exception]:
+    try:
+        return app_module._read_body(environ, limit)
+    except HTTPException as refusal:
+        return type(refusal)
+
+
+@pytest.mark.parametrize(
+    "request_shape",
+    [
+        {"data": FIXTURE_BODY, "server_ends_stream": True},
+        {"data": b"", "server_ends_stream": True},
+        {"data": b"{" + b" " * (LIMIT - 2) + b"}", "server_ends_stream": True},
+        {"data": TOO_LARGE, "server_ends_stream": True},
+        {"data": FIXTURE_BODY, "server_ends_stream": True, "broken": True},
+        {"data": FIXTURE_BODY, "server_ends_stream": True, "content_length": -1},
+        {"data": TOO_LARGE, "chunked": True},
+        {"data": FIXTURE_BODY},
+        {"data": b'{"parent": {}}', "content_length": 100},
+    ],
+    ids=["gunicorn", "gunicorn-empty", "gunicorn-at-limit", "gunicorn-over-limit", "gunicorn-reset",
+         "gunicorn-bad-length", "chunked-over-limit", "test-client", "short-body"],
+)
+def test_the_body_is_read_as_werkzeug_reads_it_for_flask(request_shape: dict[str, Any]) -> None:
+    """Reading gunicorn's input directly must give the bytes, or the refusal, werkzeug would."""
+    assert hook_read(hook_environ(**request_shape), LIMIT) == werkzeug_read(hook_environ(**request_shape), LIMIT)

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import orjson
 from flask import Flask, Response, request
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.http import HTTP_STATUS_CODES
-from werkzeug.wsgi import get_input_stream
+from werkzeug.wsgi import get_content_length, get_input_stream
 
 from hooks.http.auth import auth_scheme, authorized
 from hooks.http.metrics import CONTENT_TYPE, Metrics
@@ -191,12 +191,9 @@ def _refuse(call: Call, outcome: str, status: int, error: str, headers: tuple[tu
 def _parse_body(environ: WSGIEnvironment, limit: int) -> Any:
     """Metacontroller always sends JSON; anything else is refused before the core sees it.
 
-    The body is read as werkzeug reads it for Flask (Content-Length checked against the
-    limit, a chunked body cut, a client gone mid-body refused), to one byte over the
-    limit: werkzeug cuts a chunked body at its limit without a word, so only the byte
-    more shows the body was too large. orjson, because parsing Metacontroller's requests
-    (every child and related object in full) is most of what answering costs."""
-    data = get_input_stream(environ, max_content_length=limit + 1).read()
+    orjson, because parsing Metacontroller's requests (every child and related object in
+    full) is most of what answering costs."""
+    data = _read_body(environ, limit)
     if len(data) > limit:
         raise RequestEntityTooLarge()
     if not data:
@@ -205,6 +202,25 @@ def _parse_body(environ: WSGIEnvironment, limit: int) -> Any:
         return orjson.loads(data)
     except orjson.JSONDecodeError as error:
         raise BadRequest(f"request body is not JSON: {error}") from None
+
+
+def _read_body(environ: WSGIEnvironment, limit: int) -> bytes:
+    """The body as werkzeug reads it for Flask, to one byte over the limit.
+
+    A Content-Length over the limit is refused unread. Otherwise werkzeug reads until the
+    stream ends, and cuts a chunked body at its limit without a word, so only the byte
+    more shows such a body was too large. When the server ends the stream at the
+    Content-Length itself (``wsgi.input_terminated``, as gunicorn does), one plain read
+    gives the same bytes without werkzeug's wrapper, which costs more than the read."""
+    length = get_content_length(environ)
+    if length is not None and length > limit:
+        raise RequestEntityTooLarge()
+    if length is None or not environ.get("wsgi.input_terminated"):
+        return get_input_stream(environ, max_content_length=limit + 1).read()
+    try:
+        return environ["wsgi.input"].read()
+    except (OSError, ValueError):
+        raise ClientDisconnected() from None
 
 
 def _log_line(call: Call, status: int, elapsed: float) -> str:
