@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -313,13 +314,19 @@ def core(bodies: dict[str, Path], rounds: int) -> dict[str, dict[str, float]]:
             for shape, columns in figures.items()}
 
 
-def log_lines(path: Path) -> int:
-    count = 0
-    for line in path.read_text().splitlines():
-        if line.startswith("{"):
-            json.loads(line)
-            count += 1
-    return count
+class RequestLines(threading.Thread):
+    """Reads the hook's stderr from a pipe, as a container runtime does, counting the
+    JSON request lines (gunicorn's own lines are not JSON)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(daemon=True)
+        self.stream, self.count = stream, 0
+
+    def run(self) -> None:
+        for line in self.stream:
+            if line.startswith(b"{"):
+                orjson.loads(line)
+                self.count += 1
 
 
 def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str, dict[str, list[dict[str, int]]]],
@@ -374,12 +381,13 @@ def main() -> None:
         load = PythonLoad(workdir, args.connections)
     shapes = compact_bodies(workdir)
     workers = ["--workers", str(args.workers)]
-    hook_log = workdir / "hook.log"
     servers: list[Server] = []
     try:
-        with hook_log.open("wb") as log:
-            servers.append(start("hook", [sys.executable, "-m", "hooks.cli", "serve", *workers],
-                                 {"PYTHONPATH": str(REPO), "PROMETHEUS_MULTIPROC_DIR": str(workdir / "metrics")}, log))
+        servers.append(start("hook", [sys.executable, "-m", "hooks.cli", "serve", *workers],
+                             {"PYTHONPATH": str(REPO), "PROMETHEUS_MULTIPROC_DIR": str(workdir / "metrics")},
+                             subprocess.PIPE))
+        request_lines = RequestLines(servers[0].process.stderr)
+        request_lines.start()
         answers = {shape: servers[0].post("/sync", path.read_bytes()) for shape, path in shapes.items()}
         (workdir / "canned.json").write_bytes(orjson.dumps({str(path.stat().st_size): answers[shape].decode()
                                                             for shape, path in shapes.items()}))
@@ -397,7 +405,8 @@ def main() -> None:
     finally:
         for server in servers:
             server.stop()
-    lines = log_lines(hook_log)
+    request_lines.join(timeout=30)
+    lines = request_lines.count
     cores = core(shapes, CORE_ROUNDS)
     report(shapes, answers, results, sizes, cores, args.rounds)
     print(f"\nThe hook's /metrics counted {counted:,} hook requests and its log has {lines:,} request lines"
