@@ -1,6 +1,6 @@
 """Measure ``basemodel-hook serve`` against a bare Flask app, side by side in one run.
 
-    python bench/bench.py [--rounds 9] [--seconds 2] [--connections 4] [--workers 2]
+    python bench/bench.py [--rounds 11] [--seconds 1] [--connections 4] [--workers 2]
 
 Both servers run under gunicorn on 127.0.0.1 with the same flags (sync workers): the
 hook exactly as ``basemodel-hook serve --workers 2`` starts it, and ``bench/bare_app.py``,
@@ -366,8 +366,8 @@ def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=9, help="measured rounds per server and shape")
-    parser.add_argument("--seconds", type=int, default=2, help="length of one round, whole seconds")
+    parser.add_argument("--rounds", type=int, default=11, help="measured rounds per server and shape")
+    parser.add_argument("--seconds", type=int, default=1, help="length of one round, whole seconds")
     parser.add_argument("--connections", type=int, default=4, help="concurrent client connections")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers of each server")
     args = parser.parse_args()
