@@ -140,8 +140,8 @@ def object_group(request: dict[str, Any], section: str, type_key: str, *, requir
         return []
     group = require_group(request, section, type_key)
     found: dict[tuple[str, str], dict[str, Any]] = {}
+    where = f"request '{section}.{type_key}'"
     for item in group.values():
-        where = f"request '{section}.{type_key}'"
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
             raise BadRequest(f"{where} holds an entry that is not an object with metadata")
         name = item["metadata"].get("name")
@@ -161,13 +161,15 @@ def _read_namespace(item: dict[str, Any], where: str, type_key: str) -> str:
     Children are matched by namespace and name, so an object whose namespace cannot be
     read could be taken for another, or missed, and then deleted."""
     namespace = item["metadata"].get("namespace")
-    name = _shown(item["metadata"]["name"])
+    name = item["metadata"]["name"]
     if type_key in CLUSTER_SCOPED:
         if namespace not in (None, ""):
-            raise BadRequest(f"{where} holds {name} with metadata.namespace {_shown(namespace)}, but the type is cluster-scoped")
+            raise BadRequest(
+                f"{where} holds {_shown(name)} with metadata.namespace {_shown(namespace)}, but the type is cluster-scoped"
+            )
         return ""
     if not is_dns_label(namespace):
-        raise BadRequest(f"{where} holds {name} whose metadata.namespace {_shown(namespace)} is not a namespace name")
+        raise BadRequest(f"{where} holds {_shown(name)} whose metadata.namespace {_shown(namespace)} is not a namespace name")
     return namespace
 
 

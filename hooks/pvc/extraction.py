@@ -103,6 +103,8 @@ def current_jobs(
     tried are every one the settings allow, the one the record remembers, and the one a
     Job's attempt label names (a hint, checked against the name), so a Job survives a
     lost status, a lowered maximum and a tampered label alike."""
+    if not observed:
+        return {}
     hinted = {_attempt_hint(job) for job in observed} - {None}
     attempts = {*range(1, settings.max_attempts + 1), record.attempts, *hinted} - {0}
     derived = {job_name(model, model.storage_uri, attempt): attempt for attempt in attempts}

@@ -6,6 +6,7 @@ name here is derived from everything its content depends on: one name, one conte
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import replace
 from typing import Any
@@ -25,8 +26,12 @@ STORAGE_URI_ANNOTATION = "ome.io/storage-uri"
 RBAC_API = "rbac.authorization.k8s.io"
 
 
+@functools.lru_cache(maxsize=4096)
 def _digest(*parts: str) -> str:
-    """A stable fingerprint of name parts, for names that must change with them."""
+    """A stable fingerprint of name parts, for names that must change with them.
+
+    Remembered for the models synced lately: each sync derives a model's names again
+    (its access objects', and its Job's for every attempt the settings allow)."""
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
@@ -230,7 +235,12 @@ def built_with(job: dict[str, Any], settings: Settings) -> Settings:
         "cpu_limit": field(resources, "limits").get("cpu"),
         "memory_limit": field(resources, "limits").get("memory"),
     }
-    return replace(settings, **{key: value for key, value in found.items() if _fits(value, getattr(settings, key))})
+    differing = {
+        key: value
+        for key, value in found.items()
+        if value != getattr(settings, key) and _fits(value, getattr(settings, key))
+    }
+    return replace(settings, **differing) if differing else settings
 
 
 def _named(items: Any, name: str) -> dict[str, Any]:
