@@ -106,11 +106,11 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
         call = Call(hook)
         result = respond(call, environ)
         elapsed = time.perf_counter() - started
-        metrics.requests.labels(hook, call.outcome).inc()
-        metrics.latency.labels(hook, call.outcome).observe(elapsed)
+        metrics.series(metrics.requests, hook, call.outcome).inc()
+        metrics.series(metrics.latency, hook, call.outcome).observe(elapsed)
         if call.decision is not None:
             decision = call.decision
-            metrics.decisions.labels(decision.flow, decision.state, decision.reason).inc()
+            metrics.series(metrics.decisions, decision.flow, decision.state, decision.reason).inc()
         sys.stderr.write(_log_line(call, result.status, elapsed) + "\n")
         return result
 

@@ -8,9 +8,11 @@ whole server rather than whichever worker answered it.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics import MetricWrapperBase
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -20,6 +22,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._series: dict[tuple[MetricWrapperBase, tuple[str, ...]], Any] = {}
         self.requests = Counter(
             "basemodel_hook_requests",
             "Hook requests answered, by hook and outcome (ok, bad_request, unauthorized, too_large, error).",
@@ -47,6 +50,15 @@ class Metrics:
             ["hook", "error"],
             registry=self.registry,
         )
+
+    def series(self, metric: MetricWrapperBase, *labels: str) -> Any:
+        """``metric.labels(*labels)``, looked up once: ``labels()`` checks and locks on
+        every call, and every request counts in the same few series."""
+        key = (metric, labels)
+        found = self._series.get(key)
+        if found is None:
+            found = self._series[key] = metric.labels(*labels)
+        return found
 
     def exposition(self) -> bytes:
         """The text format; merged across worker processes when they share a directory."""
