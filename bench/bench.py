@@ -1,6 +1,7 @@
 """Measure ``basemodel-hook serve`` against a bare Flask app, side by side in one run.
 
     python bench/bench.py [--rounds 11] [--seconds 1] [--connections 4] [--workers 2]
+    python bench/bench.py --profile     # where the decision's time goes, per shape
 
 Both servers run under gunicorn on 127.0.0.1 with the same flags (sync workers): the
 hook exactly as ``basemodel-hook serve --workers 2`` starts it, and ``bench/bare_app.py``,
@@ -63,6 +64,7 @@ GUNICORN_FLAGS = ["--worker-class", "sync", "--timeout", "30", "--graceful-timeo
 MEMORY_STEPS = (1_000, 10_000, 20_000)
 CORE_CALLS = 1_000
 CORE_ROUNDS = 5
+PROFILED_CALLS = 10_000
 WRK_SCRIPT = """
 local paths = {%(paths)s}
 local prepared = {}
@@ -314,6 +316,31 @@ def core(bodies: dict[str, Path], rounds: int) -> dict[str, dict[str, float]]:
             for shape, columns in figures.items()}
 
 
+def profile_core(bodies: dict[str, Path]) -> None:
+    """Where each shape's decision spends its time: pyinstrument over many calls.
+
+    The requests are parsed first and frozen out of the garbage collector's sight, as a
+    worker freezes what it loaded: else the collections that thousands of parsed requests
+    cause would be charged to whatever line allocated last."""
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        raise SystemExit("--profile needs pyinstrument: .venv/bin/pip install -e '.[bench]'") from None
+    settings = Settings()
+    for shape, path in bodies.items():
+        requests = [orjson.loads(path.read_bytes()) for _ in range(PROFILED_CALLS)]
+        gc.freeze()
+        gc.set_threshold(GC_YOUNG_THRESHOLD)
+        now = datetime.now(timezone.utc)
+        profiler = Profiler(interval=0.0001)
+        profiler.start()
+        for body in requests:
+            sync(body, settings, now)
+        profiler.stop()
+        print(f"\n{shape}: {PROFILED_CALLS:,} calls of hooks.sync.sync")
+        print(profiler.output_text(unicode=True, color=False))
+
+
 class RequestLines(threading.Thread):
     """Reads the hook's stderr from a pipe, as a container runtime does, counting the
     JSON request lines (gunicorn's own lines are not JSON)."""
@@ -370,9 +397,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=1, help="length of one round, whole seconds")
     parser.add_argument("--connections", type=int, default=4, help="concurrent client connections")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers of each server")
+    parser.add_argument("--profile", action="store_true",
+                        help="only profile the core per shape (pyinstrument), no servers")
     args = parser.parse_args()
-
     workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
+    if args.profile:
+        profile_core(compact_bodies(workdir))
+        shutil.rmtree(workdir, ignore_errors=True)
+        return
     if shutil.which("wrk"):
         load: Wrk | PythonLoad = Wrk(workdir, args.connections)
     else:
