@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
 def is_dns_label(name: object) -> bool:
@@ -19,3 +20,8 @@ def is_dns_label(name: object) -> bool:
 def is_dns_subdomain(name: object) -> bool:
     """DNS-1123 subdomain: the names of most objects, BaseModels and PVCs among them."""
     return isinstance(name, str) and len(name) <= 253 and all(_DNS_LABEL.fullmatch(part) for part in name.split("."))
+
+
+def is_label_value(value: object) -> bool:
+    """A label value the API server stores: at most 63 characters, alphanumeric at both ends."""
+    return isinstance(value, str) and len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None

@@ -113,6 +113,16 @@ def test_deleted_entries_and_keys_that_name_no_model_are_not_indexed() -> None:
     assert kinds(sync_configmap(cm, [node()])) == [("NodeModelStatus", entry_name("10.0.10.105", QWEN))]
 
 
+@pytest.mark.parametrize("key", ["x.basemodel.y-", ".basemodel.z", "team-a.basemodel.draft_"])
+def test_key_no_model_can_have_gets_no_entry_so_the_node_still_gets_indexed(key: str) -> None:
+    """OME maps these to a model, but no BaseModel's DNS names give them; their entry's label
+    would be refused by the API server and the node would never be marked Indexed."""
+    cm = configmap(data={key: entry("Ready"), LLAMA: entry("Ready")})
+    first = sync_configmap(cm, [node()])
+    assert kinds(first) == [("NodeModelStatus", entry_name("10.0.10.105", LLAMA))]
+    assert sync_configmap(cm, [node()], first["attachments"])["attachments"][-1] == node_index("ome", "10.0.10.105", INDEXED)
+
+
 def test_entry_that_does_not_parse_is_indexed_without_a_status() -> None:
     """OME counts such a node as holding the model (deletion waits) but neither ready nor failed."""
     (only,) = sync_configmap(configmap(data={LLAMA: "{not json"}), [node()])["attachments"]

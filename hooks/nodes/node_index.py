@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from hooks.names import is_label_value
 from hooks.nodes.index_objects import (
     INDEXED,
     NODE_GONE,
     NODE_INDEXES,
     NODE_MODEL_STATUSES,
+    model_label,
     node_index,
     node_model_status,
     read_marker_state,
@@ -56,7 +58,7 @@ def attachments(configmap: dict[str, Any], request: dict[str, Any], ome_namespac
     entries = [
         node_model_status(ome_namespace, node, key, status)
         for key, raw in sorted(field(configmap, "data").items())
-        if is_model_key(key) and (status := entry_status(raw)) != ENTRY_DELETED
+        if _is_indexed(key) and (status := entry_status(raw)) != ENTRY_DELETED
     ]
     observed_state = next((read_marker_state(item) for item in markers if item["metadata"]["name"] == node), None)
     if observed_state == INDEXED or all(entry["metadata"]["name"] in observed_entries for entry in entries):
@@ -64,3 +66,11 @@ def attachments(configmap: dict[str, Any], request: dict[str, Any], ome_namespac
     if observed_state == NODE_GONE:
         return [*entries, node_index(ome_namespace, node, NODE_GONE)]
     return entries
+
+
+def _is_indexed(key: str) -> bool:
+    """A key OME maps to a model, and one a model can have: every model's label (from its
+    DNS names) is a valid label value, so a key whose label is not belongs to no model,
+    and its entry, which the API server would refuse, would keep the node from ever
+    being ``Indexed``."""
+    return is_model_key(key) and is_label_value(model_label(key))
