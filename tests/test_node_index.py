@@ -123,6 +123,25 @@ def test_key_no_model_can_have_gets_no_entry_so_the_node_still_gets_indexed(key:
     assert sync_configmap(cm, [node()], first["attachments"])["attachments"][-1] == node_index("ome", "10.0.10.105", INDEXED)
 
 
+@pytest.mark.parametrize(("metadata", "data", "refusal"), [
+    ({"name": "Node_A"}, {}, "not a name"),
+    ({"namespace": None}, {}, "not a namespace"),
+    ({"labels": None}, {}, "labels must be a map"),
+    ({"labels": {STATUS_LABEL: True}}, {}, "labels must be a map"),
+    ({}, {"data": [LLAMA]}, "data must be a map"),
+    ({}, {"data": {LLAMA: {"status": "Ready"}}}, "data must be a map"),
+], ids=["name", "namespace", "labels-null", "label-not-text", "data-list", "entry-not-text"])
+def test_configmap_the_api_server_could_not_store_is_refused_rather_than_reindexed(
+        metadata: dict[str, Any], data: dict[str, Any], refusal: str) -> None:
+    """Its name, namespace, labels and data decide every attachment: a 200 about a misread
+    ConfigMap would drop or rewrite the node's whole index."""
+    cm = configmap()
+    cm["metadata"].update(metadata)
+    cm.update(data)
+    with pytest.raises(BadRequest, match=refusal):
+        sync_configmap(cm, [node()])
+
+
 def test_entry_that_does_not_parse_is_indexed_without_a_status() -> None:
     """OME counts such a node as holding the model (deletion waits) but neither ready nor failed."""
     (only,) = sync_configmap(configmap(data={LLAMA: "{not json"}), [node()])["attachments"]
@@ -198,6 +217,13 @@ def test_summary_lists_the_markers_nodes_by_state_sorted() -> None:
 def test_summary_of_no_markers_is_empty_and_a_foreign_namespace_gets_none() -> None:
     assert sync_summary([])["attachments"][0]["spec"] == {"indexed": [], "gone": []}
     assert sync_summary([node_index("ome", "a", INDEXED)], namespace(labelled=False))["attachments"] == []
+
+
+def test_summary_namespace_with_unreadable_labels_is_refused_rather_than_emptied() -> None:
+    parent = namespace()
+    parent["metadata"]["labels"] = None
+    with pytest.raises(BadRequest, match="labels must be a map"):
+        sync_summary([node_index("ome", "a", INDEXED)], parent)
 
 
 def test_marker_with_an_unknown_state_is_refused() -> None:

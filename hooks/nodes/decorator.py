@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hooks.names import is_dns_label, is_dns_subdomain
 from hooks.nodes import index_summary, node_index
 from hooks.observed import BadRequest
 from hooks.settings import Settings
@@ -54,4 +55,23 @@ def _parent(body: Any) -> dict[str, Any]:
     name = parent["metadata"].get("name")
     if not isinstance(name, str) or not name:
         raise BadRequest("parent has no metadata.name")
+    _check_readable(parent)
     return parent
+
+
+def _check_readable(parent: dict[str, Any]) -> None:
+    """Refuse a parent the API server could not have stored: its name, namespace, labels
+    and data decide every attachment, and an answer about a misread parent would rewrite
+    or drop a node's whole index (Metacontroller deletes what the answer leaves out)."""
+    metadata = parent["metadata"]
+    if not is_dns_subdomain(metadata["name"]):
+        raise BadRequest(f"parent name {metadata['name'][:120]!r} is not a name Kubernetes can store")
+    namespace = metadata.get("namespace")
+    if parent["kind"] == CONFIG_MAP and not is_dns_label(namespace):
+        raise BadRequest(f"ConfigMap parent has metadata.namespace {str(namespace)[:120]!r}, not a namespace name")
+    if parent["kind"] == NAMESPACE and "namespace" in metadata:
+        raise BadRequest("Namespace parent has a metadata.namespace; it is cluster-scoped")
+    for where, holder, key in (("metadata.labels", metadata, "labels"), ("data", parent, "data")):
+        value = holder.get(key, {})
+        if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
+            raise BadRequest(f"parent {where} must be a map of strings")
