@@ -279,7 +279,8 @@ def node_groups(draw: Draw, model: Model) -> dict[str, dict[str, Any]]:
         known = ["node-a", "node-b", "node-c", "gpu-node-7", "node-new"]
         indexed = draw(st.lists(st.sampled_from(known), unique=True))
         gone = draw(st.lists(st.sampled_from(known), unique=True).map(lambda names: [n for n in names if n not in indexed]))
-        summary = node_index_summary(OME_NAMESPACE, indexed, gone)
+        departed = draw(st.lists(st.sampled_from(known), unique=True).map(lambda names: tuple(n for n in names if n not in {*indexed, *gone})))
+        summary = node_index_summary(OME_NAMESPACE, indexed, gone, departed)
         summary["metadata"].update(uid="2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", resourceVersion="600002")
         summaries[f"{OME_NAMESPACE}/{summary['metadata']['name']}"] = summary
     return {NODE_MODEL_STATUSES: entries, NODE_INDEX_SUMMARIES: summaries}

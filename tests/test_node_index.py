@@ -12,6 +12,7 @@ import pytest
 from hooks.nodes import decorator
 from hooks.nodes.index_objects import (
     INDEXED,
+    MAX_DEPARTED,
     MODEL_LABEL,
     NODE_GONE,
     NODE_INDEX_SUMMARIES,
@@ -21,6 +22,7 @@ from hooks.nodes.index_objects import (
     entry_name,
     model_label,
     node_index,
+    node_index_summary,
 )
 from hooks.nodes.ome_keys import STATUS_LABEL
 from hooks.observed import BadRequest
@@ -193,8 +195,9 @@ def namespace(labelled: bool = True) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ome-basemodel-hook", "uid": "ns", "labels": labels}}
 
 
-def sync_summary(markers: list[dict[str, Any]], parent: dict[str, Any] | None = None) -> dict[str, Any]:
-    body = {"parent": parent or namespace(), "children": {NODE_INDEX_SUMMARIES: {}},
+def sync_summary(markers: list[dict[str, Any]], parent: dict[str, Any] | None = None,
+                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = {"parent": parent or namespace(), "children": {NODE_INDEX_SUMMARIES: keyed([previous] if previous else [])},
             "related": {NODE_INDEXES: keyed(markers)}}
     return decorator.sync(body, SETTINGS)
 
@@ -217,6 +220,23 @@ def test_summary_lists_the_markers_nodes_by_state_sorted() -> None:
 def test_summary_of_no_markers_is_empty_and_a_foreign_namespace_gets_none() -> None:
     assert sync_summary([])["attachments"][0]["spec"] == {"indexed": [], "gone": []}
     assert sync_summary([node_index("ome", "a", INDEXED)], namespace(labelled=False))["attachments"] == []
+
+
+def test_node_whose_marker_went_with_its_configmap_is_listed_departed_until_indexed_again() -> None:
+    """Otherwise a model that missed the moment would keep that node's last report for good."""
+    previous = node_index_summary("ome", ["10.0.10.105", "10.0.10.27"], ["10.0.10.212"])
+    (summary,) = sync_summary([node_index("ome", "10.0.10.27", INDEXED)], previous=previous)["attachments"]
+    assert summary["spec"] == {"indexed": ["10.0.10.27"], "gone": [], "departed": ["10.0.10.105", "10.0.10.212"]}
+    (again,) = sync_summary([node_index("ome", "10.0.10.27", INDEXED), node_index("ome", "10.0.10.105", INDEXED)],
+                            previous=summary)["attachments"]
+    assert again["spec"] == {"indexed": ["10.0.10.105", "10.0.10.27"], "gone": [], "departed": ["10.0.10.212"]}
+
+
+def test_departed_keeps_the_newest_nodes_oldest_first() -> None:
+    previous = node_index_summary("ome", ["new-node"], [], tuple(f"old-{number:04}" for number in range(MAX_DEPARTED)))
+    (summary,) = sync_summary([], previous=previous)["attachments"]
+    departed = summary["spec"]["departed"]
+    assert len(departed) == MAX_DEPARTED and departed[0] == "old-0001" and departed[-1] == "new-node"
 
 
 def test_summary_namespace_with_unreadable_labels_is_refused_rather_than_emptied() -> None:

@@ -174,6 +174,23 @@ def test_a_deleted_node_disappears_from_every_model() -> None:
     assert built.states_written() == {"Ready"}
 
 
+def test_a_node_deleted_with_its_configmap_while_the_hook_is_down_disappears_once_it_is_back() -> None:
+    """The index never sees the node gone: its entries and marker go with the ConfigMap
+    while no sync can run. The summary lists it departed, and every model drops it."""
+    built = cluster()
+    up = built.hook.inner
+    built.hook.inner = lambda path, body: (503, {"error": "restarting"})
+    built.sim.cluster.delete("v1", "Node", None, "node-c")
+    built.sim.cluster.delete("v1", "ConfigMap", "ome", "node-c")
+    built.run(20)
+    built.hook.inner = up
+    built.run(1200)
+    for _, _, name in MODELS:
+        assert built.status(name) == {"state": "Ready", "nodesReady": ["node-a", "node-b"]}
+    assert built.index("NodeIndexSummary")[0]["spec"]["departed"] == ["node-c"]
+    assert built.states_written() == {"Ready"}
+
+
 def test_a_node_that_comes_back_is_reported_again_without_a_flap() -> None:
     built = cluster()
     gone = built.sim.cluster.get("v1", "Node", None, "node-c")

@@ -88,6 +88,14 @@ def test_gone_node_is_ignored_even_while_its_entries_are_being_deleted() -> None
     assert found.ready == ("n2",)
 
 
+def test_departed_node_is_ignored_although_the_status_listed_it() -> None:
+    """Its ConfigMap is gone, so OME reads nothing from it; without an entry the node is not kept."""
+    objects = [node_model_status("ome", "n1", KEY, "Ready")]
+    summaries = [node_index_summary("ome", ["n1"], [], ("n2",))]
+    found = read_node_report(model({"state": "Ready", "nodesReady": ["n1", "n2"]}), objects, summaries, "ome")
+    assert (found.ready, found.holding) == (("n1",), ("n1",))
+
+
 def test_first_install_keeps_a_ready_status_while_the_index_is_built() -> None:
     """No summary and no entry yet: the model keeps what OME's controller wrote, not In_Transit."""
     found = report([], None, status={"state": "Ready", "nodesReady": ["n1", "n2"], "nodesFailed": ["n3"]})

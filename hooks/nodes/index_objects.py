@@ -11,7 +11,8 @@ every model's sync carries its own share of them:
 - ``NodeIndex``: one per node's ConfigMap, saying whether that node is ``Indexed`` (every
   entry has its ``NodeModelStatus``) or ``NodeGone`` (its Node object was deleted);
 - ``NodeIndexSummary``: one in all, the node names of every ``NodeIndex`` by state, so a
-  model learns which nodes are indexed from one object instead of a thousand.
+  model learns which nodes are indexed from one object instead of a thousand, and the
+  nodes whose ConfigMap (and so whose marker) was deleted since.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ LABEL_VALUE_LENGTH = 63
 
 INDEXED = "Indexed"
 NODE_GONE = "NodeGone"
+MAX_DEPARTED = 1000
 
 
 def model_label(key: str) -> str:
@@ -91,13 +93,17 @@ def node_index(namespace: str, node: str, state: str) -> dict[str, Any]:
     }
 
 
-def node_index_summary(namespace: str, indexed: list[str], gone: list[str]) -> dict[str, Any]:
-    """Every node's marker in one object; lists sorted so the same markers give the same bytes."""
+def node_index_summary(namespace: str, indexed: list[str], gone: list[str], departed: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every node's marker in one object; lists sorted so the same markers give the same
+    bytes, but ``departed`` (only there when not empty) oldest first, so the newest are kept."""
+    spec: dict[str, Any] = {"indexed": sorted(indexed), "gone": sorted(gone)}
+    if departed:
+        spec["departed"] = list(departed)
     return {
         "apiVersion": API_VERSION,
         "kind": NODE_INDEX_SUMMARY,
         "metadata": {"name": SUMMARY_NAME, "namespace": namespace},
-        "spec": {"indexed": sorted(indexed), "gone": sorted(gone)},
+        "spec": spec,
     }
 
 
@@ -130,10 +136,22 @@ def read_marker_state(obj: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class NodeSet:
-    """Which nodes the index knows: fully indexed, or known to be gone."""
+    """Which nodes the index knows: fully indexed, known to be gone (the Node deleted), or
+    departed (the ConfigMap deleted, oldest first)."""
 
     indexed: frozenset[str]
     gone: frozenset[str]
+    departed: tuple[str, ...] = ()
+
+    @property
+    def ignored(self) -> frozenset[str]:
+        """The nodes OME's controller would not read: their Node or their ConfigMap is gone."""
+        return self.gone | frozenset(self.departed)
+
+
+def find_summary(objects: list[dict[str, Any]], ome_namespace: str) -> dict[str, Any] | None:
+    """The one summary among objects of its type, if it exists yet."""
+    return next((obj for obj in objects if obj["metadata"].get("namespace") == ome_namespace and obj["metadata"]["name"] == SUMMARY_NAME), None)
 
 
 def read_summary(obj: dict[str, Any] | None) -> NodeSet:
@@ -141,7 +159,7 @@ def read_summary(obj: dict[str, Any] | None) -> NodeSet:
     if obj is None:
         return NodeSet(frozenset(), frozenset())
     spec = field(obj, "spec")
-    lists = [spec.get("indexed", []), spec.get("gone", [])]
+    lists = [spec.get("indexed", []), spec.get("gone", []), spec.get("departed", [])]
     if not all(isinstance(names, list) and all(isinstance(name, str) for name in names) for names in lists):
-        raise BadRequest(f"{NODE_INDEX_SUMMARY} spec.indexed and spec.gone must be lists of node names")
-    return NodeSet(frozenset(lists[0]), frozenset(lists[1]))
+        raise BadRequest(f"{NODE_INDEX_SUMMARY} spec.indexed, spec.gone and spec.departed must be lists of node names")
+    return NodeSet(frozenset(lists[0]), frozenset(lists[1]), tuple(lists[2]))

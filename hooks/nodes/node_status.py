@@ -23,6 +23,7 @@ from hooks.nodes.index_objects import (
     NODE_MODEL_STATUS,
     RESOURCES,
     SUMMARY_NAME,
+    find_summary,
     model_label,
     read_entry,
     read_summary,
@@ -75,8 +76,9 @@ def read_node_report(
 ) -> NodeReport:
     """What the live nodes say about this model, node by node.
 
-    - A node the summary lists as gone is ignored, its entries too (they are being
-      deleted): OME skips the ConfigMap of a deleted Node.
+    - A node the summary lists as gone or departed is ignored, its entries too (they are
+      being deleted): OME skips the ConfigMap of a deleted Node, and a deleted ConfigMap
+      is not there to read.
     - A node with an entry for this model reports that entry's status, whether or not
       its index is complete: the entry is the agent's own word.
     - A node the summary lists as indexed, with no entry, does not hold the model.
@@ -90,11 +92,7 @@ def read_node_report(
     with that controller replaced nobody else will, so a gone node must not hold it.
     """
     label = model_label(configmap_key(model.namespace, model.name))
-    summary = next(
-        (obj for obj in summaries if obj["metadata"].get("namespace") == ome_namespace and obj["metadata"]["name"] == SUMMARY_NAME),
-        None,
-    )
-    known = read_summary(summary)
+    known = read_summary(find_summary(summaries, ome_namespace))
     reported: dict[str, str | None] = {}
     for obj in entries:
         if obj["metadata"].get("namespace") != ome_namespace:
@@ -105,7 +103,7 @@ def read_node_report(
     previous_ready, previous_failed = _listed(model.status, "nodesReady"), _listed(model.status, "nodesFailed")
     ready, failed, holding = set(), set(), set()
     for node in reported.keys() | previous_ready | previous_failed:
-        if node in known.gone:
+        if node in known.ignored:
             continue
         if node in reported:
             status = reported[node]
