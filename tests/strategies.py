@@ -15,7 +15,7 @@ import json
 from datetime import timedelta
 from typing import Any, Callable
 
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, settings as hypothesis_settings, strategies as st
 
 from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES, node_index_summary, node_model_status
 from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, configmap_key
@@ -35,8 +35,18 @@ from hooks.pvc.storage_uri import PVCLocation, StorageURIError, parse_pvc_uri
 from hooks.settings import Settings
 from tests import golden
 from tests.metacontroller.cluster import Clock, Cluster
+from tests.metacontroller.decorator import DECORATOR_ANNOTATION
+from tests.metacontroller.manage_children import LAST_APPLIED, MANAGER, controller_ref
 
 NOW = golden.FIXTURE_NOW
+BOUNDED = hypothesis_settings(
+    max_examples=300,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+)
+"""How every property runs: the same examples on every run, in a few seconds, whatever the machine's speed."""
 SETTINGS = (Settings(), Settings(max_attempts=2, agent_image="registry.example.com/ome-agent:v0.1.6"))
 OME_NAMESPACE = "ome"
 
@@ -293,13 +303,17 @@ def _key(obj: dict[str, Any], by_name: bool) -> str:
     return f"{namespace}/{obj['metadata']['name']}" if namespace and not by_name else obj["metadata"]["name"]
 
 
-def created(api: Cluster, child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
-    """A desired child as the API server returns it once Metacontroller created it for the parent."""
-    owner = {"apiVersion": parent["apiVersion"], "kind": parent["kind"], "name": parent["metadata"]["name"],
-             "uid": parent["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
-    metadata = {**child["metadata"], "labels": {**child["metadata"].get("labels", {}), "controller-uid": parent["metadata"]["uid"]},
-                "ownerReferences": [owner]}
-    return api.create({**child, "metadata": metadata}, manager="metacontroller")
+def created(api: Cluster, child: dict[str, Any], parent: dict[str, Any], *, decorator: str | None = None) -> dict[str, Any]:
+    """A desired child as the API server returns it once Metacontroller created it for the
+    parent: a CompositeController's child carries the parent's selector label, a
+    DecoratorController's attachment its controller's annotation and what it applied."""
+    metadata = {**child["metadata"], "ownerReferences": [controller_ref(parent)]}
+    if decorator is None:
+        metadata["labels"] = {**child["metadata"].get("labels", {}), "controller-uid": parent["metadata"]["uid"]}
+    else:
+        metadata["annotations"] = {DECORATOR_ANNOTATION: decorator,
+                                   LAST_APPLIED: json.dumps(child, sort_keys=True, separators=(",", ":"))}
+    return api.create({**child, "metadata": metadata}, manager=MANAGER)
 
 
 def _location(model: Model) -> PVCLocation | None:
@@ -386,11 +400,17 @@ def _objects(request: Any, section: str, type_key: str | None = None) -> list[di
     ]
 
 
+def _parent(request: Any) -> list[dict[str, Any]]:
+    """The parent of a (possibly already damaged) request, while it still has metadata."""
+    parent = request.get("parent") if isinstance(request, dict) else None
+    return [parent] if isinstance(parent, dict) and isinstance(parent.get("metadata"), dict) else []
+
+
 def _statuses(request: dict[str, Any]) -> list[dict[str, Any]]:
     """The non-empty status maps of the parent, the children and the related objects, and
     the maps inside their lists (conditions, container statuses), where the facts are read."""
     found = []
-    for obj in [request.get("parent"), *_objects(request, "children"), *_objects(request, "related")]:
+    for obj in [*_parent(request), *_objects(request, "children"), *_objects(request, "related")]:
         status = obj.get("status") if isinstance(obj, dict) else None
         if isinstance(status, dict) and status:
             found.append(status)
@@ -415,7 +435,8 @@ def damaged(draw: Draw, request: dict[str, Any]) -> dict[str, Any]:
     for _ in range(draw(st.integers(1, 3))):
         tamper = draw(st.sampled_from(TAMPERS))
         jobs = _objects(mutant, "children", JOBS)
-        children = [obj["metadata"] for obj in _objects(mutant, "children")]
+        objects = [*_parent(mutant), *_objects(mutant, "children"), *_objects(mutant, "related")]
+        metadata = [obj["metadata"] for obj in objects]
         labels = [job["metadata"]["labels"] for job in jobs if isinstance(job["metadata"].get("labels"), dict)]
         statuses = _statuses(mutant)
         if tamper == "attempt label" and labels:
@@ -425,12 +446,13 @@ def damaged(draw: Draw, request: dict[str, Any]) -> dict[str, Any]:
                 chosen.pop(ATTEMPT_LABEL, None)
             else:
                 chosen[ATTEMPT_LABEL] = value
-        elif tamper == "labels" and children:
-            draw(st.sampled_from(children))["labels"] = _odd(draw)
-        elif tamper == "namespace" and children:
-            draw(st.sampled_from(children))["namespace"] = draw(st.sampled_from(["team-b", "models", None])) if draw(st.booleans()) else _odd(draw)
-        elif tamper == "kind" and jobs:
-            draw(st.sampled_from(jobs))[draw(st.sampled_from(["kind", "apiVersion"]))] = draw(st.sampled_from(["CronJob", "batch/v2", None]))
+        elif tamper == "labels" and metadata:
+            draw(st.sampled_from(metadata))["labels"] = _odd(draw)
+        elif tamper == "namespace" and metadata:
+            draw(st.sampled_from(metadata))["namespace"] = draw(st.sampled_from(["team-b", "models", OME_NAMESPACE, None])) if draw(st.booleans()) else _odd(draw)
+        elif tamper == "kind" and objects:
+            draw(st.sampled_from(jobs or objects))[draw(st.sampled_from(["kind", "apiVersion"]))] = draw(
+                st.sampled_from(["CronJob", "batch/v2", "ConfigMap", "v1", None]))
         elif tamper == "status" and statuses:
             status = draw(st.sampled_from(statuses))
             status[draw(st.sampled_from(sorted(status)))] = _odd(draw)

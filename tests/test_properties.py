@@ -14,7 +14,7 @@ import math
 from functools import lru_cache
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings as hypothesis_settings
+from hypothesis import event, given, settings as hypothesis_settings
 
 from hooks.customize import customize
 from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION, NODE_INDEX_SUMMARY, NODE_MODEL_STATUS, RESOURCES
@@ -24,15 +24,8 @@ from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
-from tests.strategies import NOW, customize_requests, sync_requests
+from tests.strategies import BOUNDED, NOW, customize_requests, sync_requests
 
-BOUNDED = hypothesis_settings(
-    max_examples=300,
-    derandomize=True,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
-)
 ANSWER_KEYS = {"status", "children", "resyncAfterSeconds"}
 CHILD_TYPES = {
     "BaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "Role"),
