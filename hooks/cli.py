@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     replay = commands.add_parser("replay", help="print the hook's answer to a saved request")
     replay.add_argument("file", type=Path, help="a request body as Metacontroller sends it")
-    replay.add_argument("--hook", choices=("sync", "customize", "finalize"), help="default: from the file's folder")
+    replay.add_argument("--hook", help="sync, customize, finalize, nodes/customize or nodes/sync (default: from the file's folder)")
     replay.add_argument("--now", help="the clock, RFC 3339 (default: now)")
 
     args = parser.parse_args(argv)
@@ -214,14 +214,16 @@ def _child_exit(server: Any, worker: Any) -> None:
 
 def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -> int:
     """Answer a saved request through the real app (auth aside) to see what a sync decided."""
-    from hooks.http.app import create_app
     from hooks.conditions import parse_time
+    from hooks.http.app import HOOKS, create_app
 
     try:
         body = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ConfigError(f"cannot read a JSON request from {file}: {error}") from None
-    hook = hook or (file.parent.name if file.parent.name in ("customize", "finalize") else "sync")
+    hook = hook or _hook_of(file, HOOKS)
+    if hook not in HOOKS:
+        raise ConfigError(f"--hook {hook!r} is not one of {', '.join(HOOKS)}")
     moment = parse_time(now) if now else datetime.now(timezone.utc)
     if moment is None:
         raise ConfigError(f"--now {now!r} is not an RFC 3339 time with an offset, such as 2026-11-30T12:00:00Z")
@@ -234,6 +236,13 @@ def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -
         # Python's own flush at exit does not complain about the closed pipe either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0 if answer.status_code == 200 else 1
+
+
+def _hook_of(file: Path, hooks: Sequence[str]) -> str:
+    """The hook a saved request is for, from its folder as ``tests/fixtures`` lays them
+    out (``nodes/sync/`` holds the node index's); ``sync`` anywhere else."""
+    folder = file.absolute().parent
+    return next((hook for hook in (f"{folder.parent.name}/{folder.name}", folder.name) if hook in hooks), "sync")
 
 
 if __name__ == "__main__":
