@@ -21,12 +21,11 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from hooks.http.app import create_app
+from hooks.http.app import HOOKS, create_app
 from hooks.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
-HOOKS = ("sync", "customize", "finalize", "nodes/customize", "nodes/sync")
 
 
 def fixture_settings() -> Settings:
