@@ -1022,3 +1022,42 @@ def test_dockerignore_keeps_venv_git_and_caches_out_of_the_build_context():
     assert reincluded == {"pyproject.toml", "README.md", "hooks/"}
     for pattern in (".git", ".venv", "**/__pycache__", "**/.pytest_cache"):
         assert pattern in lines
+
+
+def _readme_overlay_webhooks(tmp_path: Path, containing: str) -> dict[str, dict]:
+    """Every webhook of every controller after the README's overlay holding ``containing``
+    (its own RBAC files, which the reader writes beside it, left out)."""
+    kustomization = readme_kustomization(containing)
+    kustomization["resources"] = [entry for entry in kustomization["resources"] if isinstance(entry, Path)]
+    objects = render(write_overlay(tmp_path / "my-cluster", kustomization))
+    return {
+        f"{obj['metadata']['name']}/{hook}": spec["webhook"]
+        for obj in objects
+        if obj["kind"] in ("CompositeController", "DecoratorController")
+        for hook, spec in obj["spec"]["hooks"].items()
+    }
+
+
+def test_readme_authentication_overlay_covers_every_hook_the_controllers_call(tmp_path):
+    """The node index's DecoratorController calls the hook too: without the token it gets a 401."""
+    webhooks = _readme_overlay_webhooks(tmp_path, "HOOK_AUTH_TOKEN_FILE")
+    assert len(webhooks) == 8
+    assert {name for name, webhook in webhooks.items() if "authorization" not in webhook} == set()
+
+
+def test_readme_mutual_tls_overlay_covers_every_hook_the_controllers_call(tmp_path):
+    webhooks = _readme_overlay_webhooks(tmp_path, "HOOK_TLS_CLIENT_CA_FILE")
+    assert len(webhooks) == 8
+    for name, webhook in webhooks.items():
+        assert webhook["service"]["protocol"] == "https", name
+        assert "caBundle" in webhook and "clientTLS" in webhook, name
+
+
+def test_readme_own_url_overlay_moves_every_hook_the_controllers_call(tmp_path):
+    webhooks = _readme_overlay_webhooks(tmp_path, "basemodel-hook.example.com/sync")
+    assert len(webhooks) == 8
+    for name, webhook in webhooks.items():
+        assert "service" not in webhook and "path" not in webhook, name
+        assert webhook["url"].startswith("https://basemodel-hook.example.com/"), name
+    assert webhooks["ome-node-index/sync"]["url"].endswith("/nodes/sync")
+    assert webhooks["ome-node-index/customize"]["url"].endswith("/nodes/customize")
