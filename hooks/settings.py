@@ -13,9 +13,10 @@ from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Callable, Mapping
 
+from hooks.names import is_dns_label
+
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 _IMAGE = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 _SUFFIXES = {
@@ -178,10 +179,10 @@ def _integer(low: int, high: int) -> Callable[[str, str], int]:
     return parse
 
 
-def _matching(pattern: re.Pattern[str], what: str) -> Callable[[str, str], str]:
+def _matching(valid: Callable[[str], object], what: str) -> Callable[[str, str], str]:
     def parse(variable: str, raw: str) -> str:
         value = raw.strip()
-        if not pattern.match(value):
+        if not valid(value):
             raise ConfigError(f"{variable}={raw!r} is not {what}")
         return value
 
@@ -196,11 +197,11 @@ def _absolute_path(variable: str, raw: str) -> str:
     return "/" + posixpath.normpath(value).lstrip("/")
 
 
-_quantity = _matching(_QUANTITY, "a Kubernetes quantity such as 500m or 512Mi")
+_quantity = _matching(_QUANTITY.match, "a Kubernetes quantity such as 500m or 512Mi")
 
 
 _PARSERS: dict[str, Callable[[str, str], object]] = {
-    "agent_image": _matching(_IMAGE, "a container image reference"),
+    "agent_image": _matching(_IMAGE.match, "a container image reference"),
     "agent_config": _absolute_path,
     "mount_path": _absolute_path,
     "run_as_user": _integer(1, 2**31 - 1),
@@ -215,7 +216,7 @@ _PARSERS: dict[str, Callable[[str, str], object]] = {
     "retry_base_delay_seconds": _integer(10, 3600),
     "retry_max_delay_seconds": _integer(10, 86400),
     "max_attempts": _integer(1, 100),
-    "ome_namespace": _matching(_DNS_LABEL, "a valid namespace name"),
+    "ome_namespace": _matching(is_dns_label, "a valid namespace name"),
     "node_resync_seconds": _integer(1, 3600),
     "finalize_resync_seconds": _integer(1, 3600),
     "max_request_bytes": _integer(1024, 1024**3),
