@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from hooks.nodes import node_status
-from hooks.pvc.metadata_job import model_labels
 from hooks.observed import read_model, read_request
-from hooks.settings import Settings
+from hooks.pvc.metadata_job import model_labels
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+from hooks.settings import Settings
 
 
 def customize(body: Any, settings: Settings) -> dict[str, Any]:

@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.nodes import node_status
 from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES
-from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
-from hooks.pvc.extraction import FAILURE_REASONS, METADATA_READY, plan_extraction
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -31,9 +30,11 @@ from hooks.observed import (
     read_request,
 )
 from hooks.pvc.claim import STORAGE_READY, judge_pvc
+from hooks.pvc.extraction import FAILURE_REASONS, METADATA_READY, plan_extraction
+from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from hooks.states import FAILED, IN_TRANSIT, READY
-from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+
 
 @dataclass(frozen=True)
 class Decision:

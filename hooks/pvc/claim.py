@@ -7,8 +7,8 @@ from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition
 from hooks.observed import field
-from hooks.states import FAILED, IN_TRANSIT
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.states import FAILED, IN_TRANSIT
 
 STORAGE_READY = "StorageReady"
 
@@ -16,7 +16,6 @@ PVC_BOUND = "PVCBound"
 PVC_NOT_FOUND = "PVCNotFound"
 PVC_NOT_BOUND = "PVCNotBound"
 PVC_TERMINATING = "PVCTerminating"
-
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
+from hooks.observed import BadRequest, Model, field, is_count, items, text
 from hooks.pvc.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name
-from hooks.observed import BadRequest, Model, field, is_count, items, text
-from hooks.settings import Settings
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.settings import Settings
 
 METADATA_READY = "MetadataReady"
 PENDING = "Pending"

@@ -11,10 +11,10 @@ import hashlib
 from dataclasses import replace
 from typing import Any
 
-from hooks.pvc.job_outcome import CONTAINER
 from hooks.observed import API_GROUP, Model, field
-from hooks.settings import Settings
+from hooks.pvc.job_outcome import CONTAINER
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.settings import Settings
 
 VOLUME = "model"
 MANAGED_BY = "ome-basemodel-hook"
