@@ -74,14 +74,13 @@ def stamp(
     rendered = []
     for condition in conditions:
         before = previous.get(condition.type, {})
-        kept = parse_time(before.get("lastTransitionTime"))
-        changed = before.get("status") != condition.status or kept is None
+        kept = parse_time(before.get("lastTransitionTime")) if before.get("status") == condition.status else None
         item: dict[str, Any] = {
             "type": condition.type,
             "status": condition.status,
             "reason": condition.reason,
             "message": shorten(condition.message, MESSAGE_LIMIT),
-            "lastTransitionTime": format_time(now if changed or kept is None else kept),
+            "lastTransitionTime": format_time(kept or now),
         }
         if generation is not None:
             item["observedGeneration"] = generation
