@@ -183,6 +183,15 @@ def test_hook_version_v1_is_refused() -> None:
         decorator.sync({"object": configmap(), "attachments": {}, "related": {}}, SETTINGS)
 
 
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [([], "JSON object"), ({"related": {}}, "no 'parent' object"), ({"parent": {"kind": "ConfigMap"}}, "no metadata")],
+)
+def test_request_without_a_readable_parent_is_refused(body: Any, said: str) -> None:
+    with pytest.raises(BadRequest, match=said):
+        decorator.sync(body, SETTINGS)
+
+
 def test_parent_of_another_kind_is_refused() -> None:
     with pytest.raises(BadRequest, match="not served"):
         decorator.customize({"parent": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}}, SETTINGS)

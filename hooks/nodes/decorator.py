@@ -13,7 +13,7 @@ from typing import Any
 
 from hooks.names import is_dns_label, is_dns_subdomain
 from hooks.nodes import index_summary, node_index
-from hooks.observed import BadRequest
+from hooks.observed import BadRequest, read_request
 from hooks.settings import Settings
 
 CONFIG_MAP = "ConfigMap"
@@ -41,14 +41,12 @@ def sync(body: Any, settings: Settings) -> dict[str, Any]:
 def _parent(body: Any) -> dict[str, Any]:
     """Hook version v2 only: v1 drops a namespaced ConfigMap's cluster-scoped Node from
     ``related``, and an index built from that would declare every node gone."""
-    if not isinstance(body, dict):
-        raise BadRequest("request body must be a JSON object")
-    if "object" in body and "parent" not in body:
+    if isinstance(body, dict) and "object" in body and "parent" not in body:
         raise BadRequest("the node index needs hook version v2 (this request has v1's 'object'); "
                          "set spec.hooks.*.version: v2 in the DecoratorController")
-    parent = body.get("parent")
-    if not isinstance(parent, dict) or not isinstance(parent.get("metadata"), dict):
-        raise BadRequest("request has no 'parent' object with metadata")
+    parent = read_request(body)["parent"]
+    if not isinstance(parent.get("metadata"), dict):
+        raise BadRequest("parent has no metadata")
     if parent.get("kind") not in (CONFIG_MAP, NAMESPACE) or parent.get("apiVersion") != "v1":
         raise BadRequest(f"parent kind {parent.get('kind')!r} is not served by the node index; "
                          f"it serves v1 {CONFIG_MAP} and {NAMESPACE}")
