@@ -14,23 +14,9 @@ from typing import Any
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.nodes import node_status
 from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES
-from hooks.observed import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    JOBS,
-    PODS,
-    PVCS,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
-    Model,
-    has_children,
-    object_group,
-    read_model,
-    read_request,
-)
+from hooks.observed import JOBS, PODS, PVCS, Model, has_children, object_group, read_model, read_request
 from hooks.pvc.claim import STORAGE_READY, judge_pvc
-from hooks.pvc.extraction import FAILURE_REASONS, METADATA_READY, plan_extraction
+from hooks.pvc.extraction import FAILURE_REASONS, METADATA_READY, JobChildren, plan_extraction, read_access
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from hooks.states import FAILED, IN_TRANSIT, READY
@@ -61,14 +47,12 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
 def _pvc_flow(
     request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
 ) -> Decision:
-    """URI, then PVC, then the metadata Job; while finalizing, no child is kept."""
-    access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
-    observed_access = {
-        (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
-        for type_key in (SERVICE_ACCOUNTS, *access_types)
-        for item in object_group(request, "children", type_key, required=True)
-    }
+    """URI, then PVC, then the metadata Job; while finalizing, no child is kept.
+
+    The children are read before the URI is judged: a child the hook cannot read makes a
+    400 whatever the URI, since a 200 would delete it."""
     observed_jobs = object_group(request, "children", JOBS, required=True)
+    observed_access = read_access(request, model)
 
     status: dict[str, Any] = {}
     children: list[dict[str, Any]] = []
@@ -84,16 +68,9 @@ def _pvc_flow(
         job_name = ""
     else:
         verdict = judge_pvc(location, object_group(request, "related", PVCS, required=True))
+        observed = JobChildren(observed_jobs, observed_access, object_group(request, "related", PODS, required=False))
         extraction = plan_extraction(
-            model,
-            location,
-            verdict.condition.is_true,
-            observed_jobs,
-            observed_access,
-            object_group(request, "related", PODS, required=False),
-            settings,
-            now,
-            may_start=not finalizing,
+            model, location, verdict.condition.is_true, observed, settings, now, may_start=not finalizing
         )
         storage, metadata, storage_state = verdict.condition, extraction.condition, verdict.state
         status["storage"] = verdict.record

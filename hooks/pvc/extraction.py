@@ -13,7 +13,20 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
-from hooks.observed import BadRequest, Model, field, is_count, items, text
+from hooks.observed import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    ROLE_BINDINGS,
+    ROLES,
+    SERVICE_ACCOUNTS,
+    BadRequest,
+    Model,
+    field,
+    is_count,
+    items,
+    object_group,
+    text,
+)
 from hooks.pvc.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name
 from hooks.pvc.storage_uri import PVCLocation
@@ -55,6 +68,17 @@ class Record:
 
 
 @dataclass(frozen=True)
+class JobChildren:
+    """What Metacontroller sent about the model's metadata Jobs: the observed Jobs, the
+    (kind, namespace, name) of the observed ServiceAccounts and RBAC objects, and the Job
+    pods the customize hook asked for (whose messages explain a failure)."""
+
+    jobs: list[dict[str, Any]]
+    access: set[tuple[str, str | None, str]]
+    pods: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
 class Extraction:
     """The Jobs (and their access objects) to return, the condition, the record and when to call back."""
 
@@ -62,6 +86,17 @@ class Extraction:
     condition: Condition
     record: Record | None
     resync_after: float | None
+
+
+def read_access(request: dict[str, Any], model: Model) -> set[tuple[str, str | None, str]]:
+    """The observed ServiceAccounts and RBAC objects by (kind, namespace, name), as
+    ``build_access`` names them, so a Job can wait for its own."""
+    access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
+    return {
+        (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
+        for type_key in (SERVICE_ACCOUNTS, *access_types)
+        for item in object_group(request, "children", type_key, required=True)
+    }
 
 
 def metadata_present(spec: dict[str, Any]) -> bool:
@@ -133,27 +168,24 @@ def plan_extraction(
     model: Model,
     location: PVCLocation,
     storage_ready: bool,
-    observed_jobs: list[dict[str, Any]],
-    observed_access: set[tuple[str, str | None, str]],
-    pods: list[dict[str, Any]],
+    observed: JobChildren,
     settings: Settings,
     now: datetime,
     may_start: bool = True,
 ) -> Extraction:
     """From the observed Jobs and the record, choose the children to return and the condition.
 
-    ``observed_access`` holds (kind, namespace, name) of the observed ServiceAccounts and
-    RBAC objects: a new Job is created only once its own are there, so its pod never
-    starts without the permission to write the model. ``may_start`` is False while the
-    model is being deleted."""
+    A new Job is created only once its own ServiceAccount and RBAC are observed, so its
+    pod never starts without the permission to write the model. ``may_start`` is False
+    while the model is being deleted."""
     record = read_record(model)
-    jobs = current_jobs(model, location, observed_jobs, record, settings)
+    jobs = current_jobs(model, location, observed.jobs, record, settings)
     outcome: JobOutcome | None = None
 
     if jobs and max(jobs) >= record.attempts:
         attempt = max(jobs)
         outcome = read_outcome(jobs[attempt])
-        record = _observe(record, attempt, jobs[attempt], outcome, pods, now)
+        record = _observe(record, attempt, jobs[attempt], outcome, observed.pods, now)
     elif record.result == RUNNING:
         record = replace(
             record,
@@ -182,7 +214,7 @@ def plan_extraction(
     missing = [
         f"{item['kind']} {item['metadata']['name']}"
         for item in access
-        if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in observed_access
+        if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in observed.access
     ]
     returned = [
         build_job(model, location, model.storage_uri, attempt, built_with(job, settings))
