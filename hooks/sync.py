@@ -16,7 +16,7 @@ from hooks.nodes import node_status
 from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES
 from hooks.observed import JOBS, PODS, PVCS, Model, has_children, object_group, read_model, read_request
 from hooks.pvc.claim import STORAGE_READY, judge_pvc
-from hooks.pvc.extraction import FAILURE_REASONS, METADATA_READY, JobChildren, plan_extraction, read_access
+from hooks.pvc.extraction import FAILURE_REASONS, JobChildren, plan_extraction, read_access, refused_uri_condition
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from hooks.states import FAILED, IN_TRANSIT, READY
@@ -61,9 +61,7 @@ def _pvc_flow(
         location = parse_pvc_uri(model.storage_uri, model.namespace)
     except StorageURIError as refusal:
         storage = Condition(STORAGE_READY, FALSE, refusal.reason, refusal.message)
-        metadata = Condition(
-            METADATA_READY, FALSE, "StorageNotReady", "no metadata Job until spec.storage.storageUri is valid"
-        )
+        metadata = refused_uri_condition()
         storage_state = FAILED
         job_name = ""
     else:

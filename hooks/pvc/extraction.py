@@ -27,7 +27,20 @@ from hooks.observed import (
     object_group,
     text,
 )
-from hooks.pvc.job_outcome import FAILED, RUNNING, SUCCEEDED, JobOutcome, agent_said, pod_waiting, read_outcome
+from hooks.pvc.job_outcome import (
+    FAILED,
+    JOB_DEADLINE_EXCEEDED,
+    JOB_FAILED,
+    JOB_RUNNING,
+    JOB_SUSPENDED,
+    METADATA_EXTRACTED,
+    RUNNING,
+    SUCCEEDED,
+    JobOutcome,
+    agent_said,
+    pod_waiting,
+    read_outcome,
+)
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.settings import Settings
@@ -35,7 +48,10 @@ from hooks.settings import Settings
 METADATA_READY = "MetadataReady"
 PENDING = "Pending"
 METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
-FAILURE_REASONS = ("JobFailed", "JobDeadlineExceeded")
+METADATA_PRESENT = "MetadataPresent"
+STORAGE_NOT_READY = "StorageNotReady"
+JOB_PENDING = "JobPending"
+FAILURE_REASONS = (JOB_FAILED, JOB_DEADLINE_EXCEEDED)
 ATTEMPT_HINT = re.compile(r"[1-9][0-9]{0,8}")
 INT32_MAX = 2**31 - 1
 
@@ -239,6 +255,11 @@ WAS_WAITING = "; before that its pod was waiting: "
 POD_ENDED = "; its last pod ended: "
 
 
+def refused_uri_condition() -> Condition:
+    """MetadataReady while the storage URI is refused: without a location no Job can be planned."""
+    return Condition(METADATA_READY, FALSE, STORAGE_NOT_READY, "no metadata Job until spec.storage.storageUri is valid")
+
+
 def _unwanted(model: Model, may_start: bool) -> str:
     """Why a requested Job is no longer created (it will be if the cause goes away)."""
     if not may_start:
@@ -263,7 +284,7 @@ def _observe(
     if outcome.result == SUCCEEDED:
         return replace(record, attempts=attempt, job_name=name, result=SUCCEEDED, message=f"Job {where} completed")
     if outcome.result == RUNNING:
-        state = "is suspended" if outcome.reason == "JobSuspended" else "is running"
+        state = "is suspended" if outcome.reason == JOB_SUSPENDED else "is running"
         waiting = pod_waiting(job, pods)
         message = f"Job {where} {state}" + (f"{WAITING}{waiting}" if waiting else "")
         return replace(record, attempts=attempt, job_name=name, result=RUNNING, message=message)
@@ -321,23 +342,23 @@ def _condition(
     if record.result == SUCCEEDED:
         missing = [key for key in METADATA_FIELDS if not model.spec.get(key)]
         note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
-        return Condition(METADATA_READY, TRUE, "MetadataExtracted", f"Job {where} extracted the model's metadata{note}")
+        return Condition(METADATA_READY, TRUE, METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}")
     if metadata_present(model.spec):
         shown = ", ".join(f"{key}={model.spec[key]}" for key in METADATA_FIELDS)
-        return Condition(METADATA_READY, TRUE, "MetadataPresent", f"spec already holds the metadata ({shown})")
+        return Condition(METADATA_READY, TRUE, METADATA_PRESENT, f"spec already holds the metadata ({shown})")
     if record.result == RUNNING:
         return _running(record, where, of, outcome, may_start)
     if record.result == FAILED:
         return _failed(model, record, of, outcome, settings, storage_ready, may_start)
     if not storage_ready:
-        return Condition(METADATA_READY, FALSE, "StorageNotReady", "waiting for the storage before reading the model's config")
+        return Condition(METADATA_READY, FALSE, STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
     if not may_start:
-        return Condition(METADATA_READY, FALSE, "JobPending", "no metadata Job: the model is being deleted")
+        return Condition(METADATA_READY, FALSE, JOB_PENDING, "no metadata Job: the model is being deleted")
     if missing_access:
         return Condition(
             METADATA_READY,
             FALSE,
-            "JobPending",
+            JOB_PENDING,
             f"creating the ServiceAccount and RBAC for Job {where} ({of}) first; still missing: "
             f"{', '.join(missing_access)}. If they do not appear, the model's events show why "
             "Metacontroller could not create them (SyncError; it must hold the verbs a Role grants)",
@@ -345,7 +366,7 @@ def _condition(
     return Condition(
         METADATA_READY,
         FALSE,
-        "JobPending",
+        JOB_PENDING,
         f"waiting for Job {where} ({of}) to be created; if it does not appear, the model's "
         "events show why Metacontroller could not create it (SyncError)",
     )
@@ -353,9 +374,9 @@ def _condition(
 
 def _running(record: Record, where: str, of: str, outcome: JobOutcome | None, may_start: bool) -> Condition:
     """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
-    reason = outcome.reason if outcome else "JobRunning"
+    reason = outcome.reason if outcome else JOB_RUNNING
     waiting = _after(record.message, WAITING)
-    if reason == "JobSuspended":
+    if reason == JOB_SUSPENDED:
         doing = "is suspended; resume it (spec.suspend: false) to extract"
     elif waiting:
         doing = f"has not started{WAITING}{waiting}"
@@ -401,4 +422,4 @@ def _remembered_failure(model: Model) -> str:
     for item in items(model.status, "conditions"):
         if text(item, "type") == METADATA_READY and text(item, "reason") in FAILURE_REASONS:
             return text(item, "reason")
-    return "JobFailed"
+    return JOB_FAILED

@@ -18,6 +18,13 @@ SUCCEEDED = "Succeeded"
 RUNNING = "Running"
 FAILED = "Failed"
 
+# The MetadataReady reasons a Job's own state gives.
+METADATA_EXTRACTED = "MetadataExtracted"
+JOB_RUNNING = "JobRunning"
+JOB_SUSPENDED = "JobSuspended"
+JOB_FAILED = "JobFailed"
+JOB_DEADLINE_EXCEEDED = "JobDeadlineExceeded"
+
 CONTAINER = "model-metadata"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 MESSAGE_LIMIT = 1024
@@ -42,16 +49,16 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
         if text(item, "status") == "True"
     }
     if "Complete" in true:
-        return JobOutcome(SUCCEEDED, "MetadataExtracted")
+        return JobOutcome(SUCCEEDED, METADATA_EXTRACTED)
     failure = true.get("FailureTarget") or true.get("Failed")
     if failure is not None:
         first = parse_time(failure.get("lastTransitionTime"))
-        reason = "JobDeadlineExceeded" if text(failure, "reason") == "DeadlineExceeded" else "JobFailed"
+        reason = JOB_DEADLINE_EXCEEDED if text(failure, "reason") == "DeadlineExceeded" else JOB_FAILED
         detail = shorten(": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part), MESSAGE_LIMIT)
         return JobOutcome(FAILED, reason, detail, format_time(first) if first else None)
     if field(job, "spec").get("suspend") is True or "Suspended" in true:
-        return JobOutcome(RUNNING, "JobSuspended")
-    return JobOutcome(RUNNING, "JobRunning")
+        return JobOutcome(RUNNING, JOB_SUSPENDED)
+    return JobOutcome(RUNNING, JOB_RUNNING)
 
 
 def _pods_of(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
