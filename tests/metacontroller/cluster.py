@@ -29,9 +29,9 @@ import yaml
 from hooks.conditions import format_time
 from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION
 from hooks.nodes.index_objects import RESOURCES as INDEX_RESOURCES
+from tests.metacontroller.selection import Obj
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, index_object_errors, kubernetes_errors
 
-Obj = dict[str, Any]
 Watcher = Callable[[str, "Obj | None", "Obj | None"], None]
 
 
@@ -201,9 +201,9 @@ class Cluster:
         self._check_preconditions(obj, current)
         updated = copy.deepcopy(obj)
         if resource.status_subresource:
-            _keep(updated, current, "status")
+            keep_field(updated, current, "status")
         for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion", "managedFields"):
-            _keep(updated["metadata"], current["metadata"], key)
+            keep_field(updated["metadata"], current["metadata"], key)
         if resource.validated and resource.kind in WITHOUT_STATUS:
             updated.pop("status", None)
         if resource.validated:
@@ -321,7 +321,7 @@ def _record_manager(obj: Obj, manager: str, subresource: str | None, now: dateti
     obj["metadata"]["managedFields"] = [*kept, entry]
 
 
-def _keep(target: Obj, source: Obj, key: str) -> None:
+def keep_field(target: Obj, source: Obj, key: str) -> None:
     """Carry a server-owned field over from the stored object (or keep it absent)."""
     if key in source:
         target[key] = copy.deepcopy(source[key])

@@ -16,7 +16,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from tests.metacontroller.cluster import ApiError, Cluster, group_of
+from tests.metacontroller.cluster import ApiError, Cluster, group_of, keep_field
 from tests.metacontroller.selection import Obj, ObjectMap
 
 MANAGER = "metacontroller"
@@ -113,17 +113,10 @@ def apply_update(observed: Obj, desired: Obj) -> Obj:
     (update["metadata"].get("annotations") or {}).pop(LAST_APPLIED, None)
     merged = _merge(observed, last_applied, update)
     for key in SYSTEM_FIELDS:
-        _revert(merged["metadata"], observed["metadata"], key)
-    _revert(merged, observed, "status")
+        keep_field(merged["metadata"], observed["metadata"], key)
+    keep_field(merged, observed, "status")
     merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = json.dumps(update, sort_keys=True, separators=(",", ":"))
     return merged
-
-
-def _revert(target: dict[str, Any], source: dict[str, Any], key: str) -> None:
-    if key in source:
-        target[key] = copy.deepcopy(source[key])
-    else:
-        target.pop(key, None)
 
 
 def _merge(observed: Any, last: Any, desired: Any) -> Any:
