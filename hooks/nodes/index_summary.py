@@ -49,13 +49,14 @@ def attachments(namespace: dict[str, Any], request: dict[str, Any], ome_namespac
     """The one summary, from the markers Metacontroller sent and the summary it holds."""
     if not _holds_summary(namespace):
         return []
-    indexed, gone = [], []
+    indexed: list[str] = []
+    gone: list[str] = []
     for marker in object_group(request, "related", NODE_INDEXES, required=True):
         if marker["metadata"].get("namespace") != ome_namespace:
             continue
         node = text(field(marker, "spec"), "node")
         if not node:
-            raise BadRequest(f"NodeIndex {marker['metadata']['name']!r} has no spec.node")
+            raise BadRequest(f"{NODE_INDEX} {marker['metadata']['name']!r} has no spec.node")
         (indexed if read_marker_state(marker) == INDEXED else gone).append(node)
     previous = read_summary(find_summary(object_group(request, "children", NODE_INDEX_SUMMARIES, required=True), ome_namespace))
     listed = {*indexed, *gone}
