@@ -13,6 +13,7 @@ from typing import Any
 
 from hooks.conditions import format_time, parse_time, shorten
 from hooks.observed import field, items, text
+from hooks.pvc.metadata_job import CONTAINER
 
 SUCCEEDED = "Succeeded"
 RUNNING = "Running"
@@ -25,7 +26,6 @@ JOB_SUSPENDED = "JobSuspended"
 JOB_FAILED = "JobFailed"
 JOB_DEADLINE_EXCEEDED = "JobDeadlineExceeded"
 
-CONTAINER = "model-metadata"
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 MESSAGE_LIMIT = 1024
 

@@ -12,10 +12,10 @@ from dataclasses import replace
 from typing import Any
 
 from hooks.observed import API_GROUP, Model, field
-from hooks.pvc.job_outcome import CONTAINER
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.settings import Settings
 
+CONTAINER = "model-metadata"
 VOLUME = "model"
 MANAGED_BY = "ome-basemodel-hook"
 APP_NAME = "ome-model-metadata"
