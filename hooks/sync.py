@@ -24,14 +24,25 @@ from hooks.states import FAILED, IN_TRANSIT, READY
 
 @dataclass(frozen=True)
 class Decision:
-    """The answer to one sync or finalize call, plus the facts worth logging."""
+    """The answer to one sync or finalize call and the flow that gave it. What is worth
+    counting and logging is read from the answer itself, so it cannot say otherwise."""
 
     response: dict[str, Any]
-    model: Model
     flow: str
-    state: str
-    reason: str
-    job: str = ""
+
+    @property
+    def state(self) -> str:
+        return str(self.response["status"]["state"])
+
+    @property
+    def reason(self) -> str:
+        """The Ready condition's reason: the first thing a person looks at."""
+        return next(str(item["reason"]) for item in self.response["status"]["conditions"] if item["type"] == READY_CONDITION)
+
+    @property
+    def job(self) -> str:
+        """The metadata Job of the latest attempt, or "" (the node flow has none)."""
+        return str(self.response["status"].get("metadataExtraction", {}).get("jobName", ""))
 
 
 def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False) -> Decision:
@@ -63,7 +74,6 @@ def _pvc_flow(
         storage = Condition(STORAGE_READY, FALSE, refusal.reason, refusal.message)
         metadata = refused_uri_condition()
         storage_state = FAILED
-        job_name = ""
     else:
         verdict = judge_pvc(location, object_group(request, "related", PVCS, required=True))
         observed = JobChildren(observed_jobs, observed_access, object_group(request, "related", PODS, required=False))
@@ -75,7 +85,6 @@ def _pvc_flow(
         if extraction.record is not None:
             status["metadataExtraction"] = extraction.record.render()
         children, resync_after = extraction.children, extraction.resync_after
-        job_name = extraction.record.job_name if extraction.record else ""
 
     ready = _ready(storage, metadata)
     if not storage.is_true:
@@ -98,7 +107,7 @@ def _pvc_flow(
             resync_after = settings.finalize_resync_seconds
     if resync_after is not None:
         response["resyncAfterSeconds"] = resync_after
-    return Decision(response, model, "pvc", state, ready.reason, job_name)
+    return Decision(response, "pvc")
 
 
 def _ready(storage: Condition, metadata: Condition) -> Condition:
@@ -133,7 +142,7 @@ def _node_flow(
             response["resyncAfterSeconds"] = settings.finalize_resync_seconds
     elif report.state == IN_TRANSIT:
         response["resyncAfterSeconds"] = settings.node_resync_seconds
-    return Decision(response, model, "node", report.state, condition.reason)
+    return Decision(response, "node")
 
 
 def _lifecycle(model: Model) -> dict[str, Any]:

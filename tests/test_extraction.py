@@ -212,3 +212,12 @@ def test_record_without_a_result_is_written_back_without_one_while_deleting() ->
     request["parent"]["status"]["metadataExtraction"] = {"storageUri": uri, "attempts": 1, "jobName": "llama-metadata-1"}
     record = sync(request, SETTINGS, NOW, finalize=True).response["status"]["metadataExtraction"]
     assert "result" not in record and record["attempts"] == 1
+
+
+def test_decision_reports_the_answers_own_state_ready_reason_and_job() -> None:
+    decision = sync(rbac_ready(), SETTINGS, NOW)
+    status = decision.response["status"]
+    assert (decision.flow, decision.state, decision.reason) == ("pvc", "In_Transit", "JobPending")
+    assert decision.job == status["metadataExtraction"]["jobName"] != ""
+    node_model = golden.load(golden.FIXTURES / "sync" / "basemodel-hf-ready-on-some-nodes.request.json")
+    assert sync(node_model, SETTINGS, NOW).job == ""
