@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import yaml
 
-
 REPO = Path(__file__).resolve().parents[1]
 # README overlays live in overlays/<name>/ of the reader's copy.
 README_PATHS = {"../../metacontroller": REPO / "metacontroller", "../../metacontroller/monitoring": REPO / "metacontroller" / "monitoring"}

@@ -9,10 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests import golden
 from hooks.nodes.index_objects import API_VERSION
+from tests import golden
 from tests.metacontroller.feedback import apply
-from tests.schemas import KUBERNETES_VERSIONS, index_object_errors, kubernetes_errors, status_errors
+from tests.schemas import (
+    KUBERNETES_VERSIONS,
+    index_object_errors,
+    kubernetes_errors,
+    status_errors,
+)
 
 CASES = golden.cases()
 IDS = [f"{golden.hook_of(path)}/{path.name.removesuffix('.request.json')}" for path in CASES]

@@ -924,7 +924,7 @@ def test_metacontroller_clusterrole_covers_parents_children_and_related(
 ):
     rules = metacontroller_role["rules"]
     needed = []
-    for name, cc in controllers.items():
+    for cc in controllers.values():
         parent = cc["spec"]["parentResource"]["resource"]
         needed += [("ome.io", parent, v) for v in ("get", "list", "watch", "update", "patch")]
         needed += [("ome.io", f"{parent}/status", v) for v in ("get", "update", "patch")]

@@ -6,11 +6,18 @@ import re
 
 import pytest
 
-from hooks.pvc.job_outcome import read_outcome
-from hooks.pvc.metadata_job import build_access, build_job, job_name, label_value, model_labels, service_account_name
 from hooks.observed import Model
-from hooks.settings import Settings
+from hooks.pvc.job_outcome import read_outcome
+from hooks.pvc.metadata_job import (
+    build_access,
+    build_job,
+    job_name,
+    label_value,
+    model_labels,
+    service_account_name,
+)
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.settings import Settings
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
