@@ -76,39 +76,52 @@ def read_model(parent: dict[str, Any]) -> Model:
             f"parent kind {kind!r} ({api}) is not served; this hook serves "
             f"{API_VERSION} {BASE_MODEL} and {CLUSTER_BASE_MODEL}"
         )
-    metadata = parent.get("metadata")
-    if not isinstance(metadata, dict) or not _non_empty_text(metadata.get("name")):
-        raise BadRequest("parent has no metadata.name")
-    if not is_dns_subdomain(metadata["name"]):
-        raise BadRequest(
-            f"parent name {_shown(metadata['name'])} is not a name Kubernetes can store (a DNS-1123 "
-            "subdomain: lowercase letters, digits, '-' and '.', at most 253 characters)"
-        )
-    namespace = metadata.get("namespace")
-    if kind == BASE_MODEL and not _non_empty_text(namespace):
-        raise BadRequest("BaseModel parent has no metadata.namespace")
-    if kind == BASE_MODEL and not is_dns_label(namespace):
-        raise BadRequest(
-            f"parent namespace {_shown(namespace)} is not a namespace Kubernetes can store (a DNS-1123 "
-            "label: lowercase letters, digits and '-', at most 63 characters)"
-        )
-    if kind == CLUSTER_BASE_MODEL and namespace not in (None, ""):
-        raise BadRequest(f"ClusterBaseModel parent has metadata.namespace {_shown(namespace)}; it is cluster-scoped")
+    name, namespace = read_parent_name(parent, namespaced=kind == BASE_MODEL)
     spec = parent.get("spec")
     storage = spec.get("storage") if isinstance(spec, dict) else None
     uri = storage.get("storageUri") if isinstance(storage, dict) else None
     if not isinstance(uri, str):
         raise BadRequest("parent has no spec.storage.storageUri string")
-    generation = metadata.get("generation")
+    generation = parent["metadata"].get("generation")
     return Model(
         kind=kind,
-        name=metadata["name"],
-        namespace=namespace if kind == BASE_MODEL else None,
+        name=name,
+        namespace=namespace,
         generation=generation if is_count(generation, INT64_MAX) else None,
         spec=spec,  # type: ignore[arg-type]
         status=field(parent, "status"),
         storage_uri=uri,
     )
+
+
+def read_parent_name(parent: dict[str, Any], *, namespaced: bool) -> tuple[str, str | None]:
+    """The parent's name and namespace (None when cluster-scoped), refused unless the API
+    server could have stored them: what the hook returns is named after them, and an
+    answer about a misread parent would misplace or drop work."""
+    metadata = parent.get("metadata")
+    if not isinstance(metadata, dict) or not _non_empty_text(metadata.get("name")):
+        raise BadRequest("parent has no metadata.name")
+    name = metadata["name"]
+    if not is_dns_subdomain(name):
+        raise BadRequest(
+            f"parent name {_shown(name)} is not a name Kubernetes can store (a DNS-1123 "
+            "subdomain: lowercase letters, digits, '-' and '.', at most 253 characters)"
+        )
+    namespace = metadata.get("namespace")
+    if not namespaced:
+        if namespace not in (None, ""):
+            raise BadRequest(f"{parent.get('kind')} parent has metadata.namespace {_shown(namespace)}; it is cluster-scoped")
+        return name, None
+    if not _non_empty_text(namespace):
+        raise BadRequest(
+            f"{parent.get('kind')} parent has no metadata.namespace: not a namespaced object Kubernetes could have stored"
+        )
+    if not is_dns_label(namespace):
+        raise BadRequest(
+            f"parent namespace {_shown(namespace)} is not a namespace Kubernetes can store (a DNS-1123 "
+            "label: lowercase letters, digits and '-', at most 63 characters)"
+        )
+    return name, namespace
 
 
 def require_group(request: dict[str, Any], section: str, type_key: str) -> dict[str, Any]:

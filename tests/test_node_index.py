@@ -185,7 +185,7 @@ def test_hook_version_v1_is_refused() -> None:
 
 @pytest.mark.parametrize(
     ("body", "said"),
-    [([], "JSON object"), ({"related": {}}, "no 'parent' object"), ({"parent": {"kind": "ConfigMap"}}, "no metadata")],
+    [([], "JSON object"), ({"related": {}}, "no 'parent' object"), ({"parent": {"apiVersion": "v1", "kind": "ConfigMap"}}, "no metadata.name")],
 )
 def test_request_without_a_readable_parent_is_refused(body: Any, said: str) -> None:
     with pytest.raises(BadRequest, match=said):

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.names import is_dns_label, is_dns_subdomain
 from hooks.nodes import index_summary, node_index
-from hooks.observed import BadRequest, read_request
+from hooks.observed import BadRequest, read_parent_name, read_request
 from hooks.settings import Settings
 
 CONFIG_MAP = "ConfigMap"
@@ -45,30 +44,19 @@ def _parent(body: Any) -> dict[str, Any]:
         raise BadRequest("the node index needs hook version v2 (this request has v1's 'object'); "
                          "set spec.hooks.*.version: v2 in the DecoratorController")
     parent = read_request(body)["parent"]
-    if not isinstance(parent.get("metadata"), dict):
-        raise BadRequest("parent has no metadata")
     if parent.get("kind") not in (CONFIG_MAP, NAMESPACE) or parent.get("apiVersion") != "v1":
         raise BadRequest(f"parent kind {parent.get('kind')!r} is not served by the node index; "
                          f"it serves v1 {CONFIG_MAP} and {NAMESPACE}")
-    name = parent["metadata"].get("name")
-    if not isinstance(name, str) or not name:
-        raise BadRequest("parent has no metadata.name")
-    _check_readable(parent)
+    read_parent_name(parent, namespaced=parent["kind"] == CONFIG_MAP)
+    _check_maps(parent)
     return parent
 
 
-def _check_readable(parent: dict[str, Any]) -> None:
-    """Refuse a parent the API server could not have stored: its name, namespace, labels
-    and data decide every attachment, and an answer about a misread parent would rewrite
-    or drop a node's whole index (Metacontroller deletes what the answer leaves out)."""
+def _check_maps(parent: dict[str, Any]) -> None:
+    """Refuse labels or data the API server could not have stored: with the parent's name
+    they decide every attachment, and an answer about a misread parent would rewrite or
+    drop a node's whole index (Metacontroller deletes what the answer leaves out)."""
     metadata = parent["metadata"]
-    if not is_dns_subdomain(metadata["name"]):
-        raise BadRequest(f"parent name {metadata['name'][:120]!r} is not a name Kubernetes can store")
-    namespace = metadata.get("namespace")
-    if parent["kind"] == CONFIG_MAP and not is_dns_label(namespace):
-        raise BadRequest(f"ConfigMap parent has metadata.namespace {str(namespace)[:120]!r}, not a namespace name")
-    if parent["kind"] == NAMESPACE and "namespace" in metadata:
-        raise BadRequest("Namespace parent has a metadata.namespace; it is cluster-scoped")
     for where, holder, key in (("metadata.labels", metadata, "labels"), ("data", parent, "data")):
         value = holder.get(key, {})
         if not isinstance(value, dict) or not all(isinstance(item, str) for item in value.values()):
