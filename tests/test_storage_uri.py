@@ -13,7 +13,6 @@ from hooks.pvc.storage_uri import (
     parse_pvc_uri,
 )
 
-BASE_MODEL_NAMESPACE = "models"
 CLUSTER = None
 
 
