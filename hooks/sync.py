@@ -16,7 +16,14 @@ from hooks.nodes import node_status
 from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES
 from hooks.observed import JOBS, PODS, PVCS, Model, has_children, object_group, read_model, read_request
 from hooks.pvc.claim import STORAGE_READY, judge_pvc
-from hooks.pvc.extraction import FAILURE_REASONS, JobChildren, plan_extraction, read_access, refused_uri_condition
+from hooks.pvc.extraction import (
+    FAILURE_REASONS,
+    JobChildren,
+    Situation,
+    plan_extraction,
+    read_access,
+    refused_uri_condition,
+)
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from hooks.states import FAILED, IN_TRANSIT, READY
@@ -77,9 +84,8 @@ def _pvc_flow(
     else:
         verdict = judge_pvc(location, object_group(request, "related", PVCS, required=True))
         observed = JobChildren(observed_jobs, observed_access, object_group(request, "related", PODS, required=False))
-        extraction = plan_extraction(
-            model, location, verdict.condition.is_true, observed, settings, now, may_start=not finalizing
-        )
+        situation = Situation(model, location, verdict.condition.is_true, not finalizing, settings)
+        extraction = plan_extraction(situation, observed, now)
         storage, metadata, storage_state = verdict.condition, extraction.condition, verdict.state
         status["storage"] = verdict.record
         if extraction.record is not None:

@@ -84,6 +84,19 @@ class Record:
 
 
 @dataclass(frozen=True)
+class Situation:
+    """What every rule about the metadata Job weighs besides the record: the model, where
+    its files are, whether the storage is ready, whether a Job may start at all (not while
+    the model is being deleted), and the settings."""
+
+    model: Model
+    location: PVCLocation
+    storage_ready: bool
+    may_start: bool
+    settings: Settings
+
+
+@dataclass(frozen=True)
 class JobChildren:
     """What Metacontroller sent about the model's metadata Jobs: the observed Jobs, the
     (kind, namespace, name) of the observed ServiceAccounts and RBAC objects, and the Job
@@ -180,20 +193,12 @@ def _attempt_hint(job: dict[str, Any]) -> int | None:
     return int(raw) if isinstance(raw, str) and ATTEMPT_HINT.fullmatch(raw) else None
 
 
-def plan_extraction(
-    model: Model,
-    location: PVCLocation,
-    storage_ready: bool,
-    observed: JobChildren,
-    settings: Settings,
-    now: datetime,
-    may_start: bool = True,
-) -> Extraction:
+def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) -> Extraction:
     """From the observed Jobs and the record, choose the children to return and the condition.
 
     A new Job is created only once its own ServiceAccount and RBAC are observed, so its
-    pod never starts without the permission to write the model. ``may_start`` is False
-    while the model is being deleted."""
+    pod never starts without the permission to write the model."""
+    model, location, settings = situation.model, situation.location, situation.settings
     record = read_record(model)
     jobs = current_jobs(model, location, observed.jobs, record, settings)
     outcome: JobOutcome | None = None
@@ -210,7 +215,7 @@ def plan_extraction(
             message=f"Job {location.namespace}/{record.job_name} disappeared before it finished (deleted by hand?)",
         )
 
-    wanted = may_start and storage_ready and not metadata_present(model.spec)
+    wanted = situation.may_start and situation.storage_ready and not metadata_present(model.spec)
     resync_after: float | None = None
     if wanted and record.result in ("", FAILED) and record.attempts < settings.max_attempts:
         start = _next_start(record, settings)
@@ -244,9 +249,9 @@ def plan_extraction(
         if not missing:
             returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
     elif requested:
-        record = replace(record, message=f"{where} not created: {_unwanted(model, may_start)}")
+        record = replace(record, message=f"{where} not created: {_unwanted(situation)}")
     children = returned + access if returned or creating else []
-    condition = _condition(model, location, storage_ready, record, outcome, settings, may_start, missing)
+    condition = _condition(situation, record, outcome, missing)
     return Extraction(children, condition, record if record.attempts else None, resync_after)
 
 
@@ -260,11 +265,11 @@ def refused_uri_condition() -> Condition:
     return Condition(METADATA_READY, FALSE, STORAGE_NOT_READY, "no metadata Job until spec.storage.storageUri is valid")
 
 
-def _unwanted(model: Model, may_start: bool) -> str:
+def _unwanted(situation: Situation) -> str:
     """Why a requested Job is no longer created (it will be if the cause goes away)."""
-    if not may_start:
+    if not situation.may_start:
         return "the model is being deleted"
-    if metadata_present(model.spec):
+    if metadata_present(situation.model.spec):
         return "the spec already holds the metadata"
     return "the storage is not ready"
 
@@ -326,17 +331,9 @@ def _next_start(record: Record, settings: Settings) -> datetime | None:
         return datetime.max.replace(tzinfo=timezone.utc)
 
 
-def _condition(
-    model: Model,
-    location: PVCLocation,
-    storage_ready: bool,
-    record: Record,
-    outcome: JobOutcome | None,
-    settings: Settings,
-    may_start: bool,
-    missing_access: list[str],
-) -> Condition:
+def _condition(situation: Situation, record: Record, outcome: JobOutcome | None, missing_access: list[str]) -> Condition:
     """MetadataReady, from the most decisive fact first."""
+    model, location, settings = situation.model, situation.location, situation.settings
     where = f"{location.namespace}/{record.job_name}"
     of = f"attempt {record.attempts} of {settings.max_attempts}"
     if record.result == SUCCEEDED:
@@ -347,12 +344,12 @@ def _condition(
         shown = ", ".join(f"{key}={model.spec[key]}" for key in METADATA_FIELDS)
         return Condition(METADATA_READY, TRUE, METADATA_PRESENT, f"spec already holds the metadata ({shown})")
     if record.result == RUNNING:
-        return _running(record, where, of, outcome, may_start)
+        return _running(record, where, of, outcome, situation.may_start)
     if record.result == FAILED:
-        return _failed(model, record, of, outcome, settings, storage_ready, may_start)
-    if not storage_ready:
+        return _failed(situation, record, of, outcome)
+    if not situation.storage_ready:
         return Condition(METADATA_READY, FALSE, STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
-    if not may_start:
+    if not situation.may_start:
         return Condition(METADATA_READY, FALSE, JOB_PENDING, "no metadata Job: the model is being deleted")
     if missing_access:
         return Condition(
@@ -386,24 +383,17 @@ def _running(record: Record, where: str, of: str, outcome: JobOutcome | None, ma
     return Condition(METADATA_READY, FALSE, reason, f"Job {where} ({of}) {doing}{deleting}")
 
 
-def _failed(
-    model: Model,
-    record: Record,
-    of: str,
-    outcome: JobOutcome | None,
-    settings: Settings,
-    storage_ready: bool,
-    may_start: bool,
-) -> Condition:
+def _failed(situation: Situation, record: Record, of: str, outcome: JobOutcome | None) -> Condition:
     """A failed attempt: what failed, and when the next one starts or how to retry."""
-    reason = outcome.reason if outcome and outcome.result == FAILED else _remembered_failure(model)
+    settings = situation.settings
+    reason = outcome.reason if outcome and outcome.result == FAILED else _remembered_failure(situation.model)
     message = f"{of} failed at {record.failed_at}: {record.message}"
     start = _next_start(record, settings)
-    if not may_start:
+    if not situation.may_start:
         message += ". No further attempt: the model is being deleted"
     elif record.attempts < settings.max_attempts and start is not None:
         following = f"Attempt {record.attempts + 1}"
-        if storage_ready:
+        if situation.storage_ready:
             message += f". {following} starts at {format_time(start)}"
         else:
             message += f". {following} starts once the storage is ready, not before {format_time(start)}"
