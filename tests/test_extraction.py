@@ -221,3 +221,15 @@ def test_decision_reports_the_answers_own_state_ready_reason_and_job() -> None:
     assert decision.job == status["metadataExtraction"]["jobName"] != ""
     node_model = golden.load(golden.FIXTURES / "sync" / "basemodel-hf-ready-on-some-nodes.request.json")
     assert sync(node_model, SETTINGS, NOW).job == ""
+
+
+def test_failure_quotes_its_pod_from_the_records_own_field_once_the_pods_are_gone() -> None:
+    """What the pod said is state, kept in ``podEnded``; the message is only for people."""
+    request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-failed-agent-json-log.request.json")
+    response = sync(request, SETTINGS, NOW).response
+    said = response["status"]["metadataExtraction"]["podEnded"]
+    following = apply(request, response, NOW)
+    following["related"]["Pod.v1"] = {}
+    following["parent"]["status"]["metadataExtraction"]["message"] = "rewritten by someone"
+    record = sync(following, SETTINGS, NOW).response["status"]["metadataExtraction"]
+    assert record["podEnded"] == said and record["message"].endswith(f"; its last pod ended: {said}")

@@ -590,6 +590,8 @@ def test_crd_status_schema_has_the_fields_the_hook_writes(our_crds, kind):
         "result",
         "failedAt",
         "message",
+        "podWaiting",
+        "podEnded",
     }
     assert props["metadataExtraction"]["properties"]["result"]["enum"] == [
         "Pending",

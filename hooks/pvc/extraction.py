@@ -58,7 +58,10 @@ INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class Record:
-    """``status.metadataExtraction``: what was last attempted for which URI, and how it ended."""
+    """``status.metadataExtraction``: what was last attempted for which URI, and how it ended.
+
+    What the Job's pod last said (what it waited for, how it ended) is kept in fields of
+    its own: the pods go before the Job does, and a failure must still quote them."""
 
     storage_uri: str
     attempts: int = 0
@@ -66,6 +69,8 @@ class Record:
     result: str = ""
     failed_at: str = ""
     message: str = ""
+    pod_waiting: str = ""
+    pod_ended: str = ""
 
     def render(self) -> dict[str, Any]:
         """The status form; optional fields appear only when they say something."""
@@ -80,6 +85,10 @@ class Record:
             rendered["failedAt"] = self.failed_at
         if self.message:
             rendered["message"] = self.message
+        if self.pod_waiting:
+            rendered["podWaiting"] = self.pod_waiting
+        if self.pod_ended:
+            rendered["podEnded"] = self.pod_ended
         return rendered
 
 
@@ -154,6 +163,8 @@ def read_record(model: Model) -> Record:
         result=text(raw, "result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
         failed_at=format_time(failed_at) if failed_at else "",
         message=text(raw, "message"),
+        pod_waiting=text(raw, "podWaiting"),
+        pod_ended=text(raw, "podEnded"),
     )
 
 
@@ -213,6 +224,8 @@ def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) 
             result=FAILED,
             failed_at=format_time(now),
             message=f"Job {location.namespace}/{record.job_name} disappeared before it finished (deleted by hand?)",
+            pod_waiting="",
+            pod_ended="",
         )
 
     wanted = situation.may_start and situation.storage_ready and not metadata_present(model.spec)
@@ -226,6 +239,8 @@ def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) 
                 job_name=job_name(model, model.storage_uri, record.attempts + 1),
                 result=PENDING,
                 failed_at="",
+                pod_waiting="",
+                pod_ended="",
             )
             outcome = None
         else:
@@ -274,11 +289,6 @@ def _unwanted(situation: Situation) -> str:
     return "the storage is not ready"
 
 
-def _after(message: str, marker: str) -> str:
-    """What a previous record message said after ``marker``, to keep it once pods are gone."""
-    return message.split(marker, 1)[1] if marker in message else ""
-
-
 def _observe(
     record: Record, attempt: int, job: dict[str, Any], outcome: JobOutcome, pods: list[dict[str, Any]], now: datetime
 ) -> Record:
@@ -287,15 +297,20 @@ def _observe(
     where = f"{job['metadata'].get('namespace')}/{name}"
     same_job = record.job_name == name
     if outcome.result == SUCCEEDED:
-        return replace(record, attempts=attempt, job_name=name, result=SUCCEEDED, message=f"Job {where} completed")
+        return replace(
+            record, attempts=attempt, job_name=name, result=SUCCEEDED, message=f"Job {where} completed",
+            pod_waiting="", pod_ended="",
+        )
     if outcome.result == RUNNING:
         state = "is suspended" if outcome.reason == JOB_SUSPENDED else "is running"
         waiting = pod_waiting(job, pods)
         message = f"Job {where} {state}" + (f"{WAITING}{waiting}" if waiting else "")
-        return replace(record, attempts=attempt, job_name=name, result=RUNNING, message=message)
+        return replace(
+            record, attempts=attempt, job_name=name, result=RUNNING, message=message, pod_waiting=waiting, pod_ended=""
+        )
     message = f"Job {where} failed: {outcome.detail or 'no reason given'}"
-    said = agent_said(job, pods) or (_after(record.message, POD_ENDED) if same_job else "")
-    waited = (_after(record.message, WAITING) or _after(record.message, WAS_WAITING)) if same_job else ""
+    said = agent_said(job, pods) or (record.pod_ended if same_job else "")
+    waited = "" if said or not same_job else record.pod_waiting
     if said:
         message += f"{POD_ENDED}{said}"
     elif waited:
@@ -308,6 +323,8 @@ def _observe(
         result=FAILED,
         failed_at=kept or _no_later(outcome.failed_at, now),
         message=message,
+        pod_waiting=waited,
+        pod_ended=said,
     )
 
 
@@ -372,7 +389,7 @@ def _condition(situation: Situation, record: Record, outcome: JobOutcome | None,
 def _running(record: Record, where: str, of: str, outcome: JobOutcome | None, may_start: bool) -> Condition:
     """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
     reason = outcome.reason if outcome else JOB_RUNNING
-    waiting = _after(record.message, WAITING)
+    waiting = record.pod_waiting
     if reason == JOB_SUSPENDED:
         doing = "is suspended; resume it (spec.suspend: false) to extract"
     elif waiting:
