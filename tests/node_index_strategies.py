@@ -24,8 +24,7 @@ from hooks.nodes.index_objects import (
     NODE_INDEX_SUMMARIES,
     NODE_INDEXES,
     NODE_MODEL_STATUSES,
-    SUMMARY_PARENT_LABEL,
-    node_index,
+    node_index_marker,
     node_index_summary,
     node_model_status,
 )
@@ -152,7 +151,7 @@ def configmap_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
     earlier = draw(st.lists(st.sampled_from([*keys, "models.basemodel.removed-model"]), unique=True))
     attached = [node_model_status(ome, node, key, draw(st.one_of(st.none(), ENTRY_STATUSES))) for key in earlier]
     marker = draw(st.sampled_from([None, INDEXED, NODE_GONE]))
-    markers = [] if marker is None else [node_index(ome, node, marker)]
+    markers = [] if marker is None else [node_index_marker(ome, node, marker)]
     children = {type_key: [created(api, obj, configmap, decorator=DECORATOR["metadata"]["name"]) for obj in objects]
                 for type_key, objects in ((NODE_MODEL_STATUSES, attached), (NODE_INDEXES, markers))}
     return _request(configmap, children, {NODES: nodes}), settings
@@ -172,7 +171,7 @@ def summary_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
     markers = []
     for node in draw(st.lists(NODE_NAMES, unique=True, max_size=4)):
         owner = agent_configmap(api, node, {}, ome)
-        markers.append(created(api, node_index(ome, node, draw(st.sampled_from([INDEXED, NODE_GONE]))), owner,
+        markers.append(created(api, node_index_marker(ome, node, draw(st.sampled_from([INDEXED, NODE_GONE]))), owner,
                                decorator=DECORATOR["metadata"]["name"]))
     earlier = []
     if draw(st.booleans()):

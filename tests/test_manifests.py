@@ -32,7 +32,7 @@ from hooks.nodes.index_objects import (
     NODE_MODEL_STATUS,
     RESOURCES,
     SUMMARY_PARENT_LABEL,
-    node_index,
+    node_index_marker,
     node_index_summary,
     node_model_status,
 )
@@ -485,7 +485,7 @@ def test_index_objects_the_hook_builds_validate_against_the_crds(our_crds):
     samples = {
         NODE_MODEL_STATUS: [node_model_status("ome", "10.0.10.105", "models.basemodel.llama", "Ready"),
                             node_model_status("ome", "10.0.10.105", "models.basemodel.broken", None)],
-        NODE_INDEX: [node_index("ome", "10.0.10.105", INDEXED), node_index("ome", "10.0.10.212", NODE_GONE)],
+        NODE_INDEX: [node_index_marker("ome", "10.0.10.105", INDEXED), node_index_marker("ome", "10.0.10.212", NODE_GONE)],
         NODE_INDEX_SUMMARY: [node_index_summary("ome", ["10.0.10.105"], ["10.0.10.212"])],
     }
     for kind, objects in samples.items():
@@ -494,7 +494,7 @@ def test_index_objects_the_hook_builds_validate_against_the_crds(our_crds):
 
 
 def test_index_crd_rejects_what_the_hook_never_writes(our_crds):
-    marker = node_index("ome", "10.0.10.105", INDEXED)
+    marker = node_index_marker("ome", "10.0.10.105", INDEXED)
     assert errors_of(crd_schema(our_crds[NODE_INDEX]), {**marker, "spec": {**marker["spec"], "state": "Maybe"}})
     entry = node_model_status("ome", "10.0.10.105", "models.basemodel.llama", "Ready")
     assert any("copied" in e for e in errors_of(crd_schema(our_crds[NODE_MODEL_STATUS]), {**entry, "spec": {**entry["spec"], "copied": {}}}))

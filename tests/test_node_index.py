@@ -21,7 +21,7 @@ from hooks.nodes.index_objects import (
     SUMMARY_PARENT_LABEL,
     entry_name,
     model_label,
-    node_index,
+    node_index_marker,
     node_index_summary,
 )
 from hooks.nodes.ome_keys import STATUS_LABEL
@@ -97,13 +97,13 @@ def test_marker_says_indexed_once_every_entry_is_observed() -> None:
     entries = sync_configmap(configmap(), [node()])["attachments"]
     answer = sync_configmap(configmap(), [node()], entries)
     assert answer["attachments"][:2] == entries
-    assert answer["attachments"][2] == node_index("ome", "10.0.10.105", INDEXED)
+    assert answer["attachments"][2] == node_index_marker("ome", "10.0.10.105", INDEXED)
 
 
 def test_indexed_node_stays_indexed_while_a_new_entry_is_created() -> None:
     """New entries reach their model by themselves; the marker (read by every model) keeps still."""
     first = sync_configmap(configmap(data={LLAMA: entry("Ready")}), [node()])["attachments"]
-    observed = [*first, node_index("ome", "10.0.10.105", INDEXED)]
+    observed = [*first, node_index_marker("ome", "10.0.10.105", INDEXED)]
     answer = sync_configmap(configmap(), [node()], observed)
     assert kinds(answer)[-1] == ("NodeIndex", "10.0.10.105")
     assert answer["attachments"][-1]["spec"]["state"] == INDEXED
@@ -122,7 +122,7 @@ def test_key_no_model_can_have_gets_no_entry_so_the_node_still_gets_indexed(key:
     cm = configmap(data={key: entry("Ready"), LLAMA: entry("Ready")})
     first = sync_configmap(cm, [node()])
     assert kinds(first) == [("NodeModelStatus", entry_name("10.0.10.105", LLAMA))]
-    assert sync_configmap(cm, [node()], first["attachments"])["attachments"][-1] == node_index("ome", "10.0.10.105", INDEXED)
+    assert sync_configmap(cm, [node()], first["attachments"])["attachments"][-1] == node_index_marker("ome", "10.0.10.105", INDEXED)
 
 
 @pytest.mark.parametrize(("metadata", "data", "refusal"), [
@@ -152,17 +152,17 @@ def test_entry_that_does_not_parse_is_indexed_without_a_status() -> None:
 
 def test_node_gone_leaves_only_a_gone_marker() -> None:
     entries = sync_configmap(configmap(), [node()])["attachments"]
-    observed = [*entries, node_index("ome", "10.0.10.105", INDEXED)]
+    observed = [*entries, node_index_marker("ome", "10.0.10.105", INDEXED)]
     answer = sync_configmap(configmap(), [node("10.0.10.14")], observed)
-    assert answer["attachments"] == [node_index("ome", "10.0.10.105", NODE_GONE)]
+    assert answer["attachments"] == [node_index_marker("ome", "10.0.10.105", NODE_GONE)]
 
 
 def test_node_back_stays_gone_until_its_entries_are_observed_again() -> None:
-    gone = [node_index("ome", "10.0.10.105", NODE_GONE)]
+    gone = [node_index_marker("ome", "10.0.10.105", NODE_GONE)]
     first = sync_configmap(configmap(), [node()], gone)["attachments"]
     assert first[-1] == gone[0]
     second = sync_configmap(configmap(), [node()], first)["attachments"]
-    assert second[-1] == node_index("ome", "10.0.10.105", INDEXED)
+    assert second[-1] == node_index_marker("ome", "10.0.10.105", INDEXED)
 
 
 def test_sync_never_writes_the_parent() -> None:
@@ -219,8 +219,8 @@ def test_summary_namespace_asks_for_every_marker_in_omes_namespace() -> None:
 
 
 def test_summary_lists_the_markers_nodes_by_state_sorted() -> None:
-    markers = [node_index("ome", "10.0.10.27", INDEXED), node_index("ome", "10.0.10.212", NODE_GONE),
-               node_index("ome", "10.0.10.105", INDEXED), {**node_index("elsewhere", "x", INDEXED)}]
+    markers = [node_index_marker("ome", "10.0.10.27", INDEXED), node_index_marker("ome", "10.0.10.212", NODE_GONE),
+               node_index_marker("ome", "10.0.10.105", INDEXED), {**node_index_marker("elsewhere", "x", INDEXED)}]
     (summary,) = sync_summary(markers)["attachments"]
     assert summary["metadata"] == {"name": "nodes", "namespace": "ome"}
     assert summary["spec"] == {"indexed": ["10.0.10.105", "10.0.10.27"], "gone": ["10.0.10.212"]}
@@ -228,15 +228,15 @@ def test_summary_lists_the_markers_nodes_by_state_sorted() -> None:
 
 def test_summary_of_no_markers_is_empty_and_a_foreign_namespace_gets_none() -> None:
     assert sync_summary([])["attachments"][0]["spec"] == {"indexed": [], "gone": []}
-    assert sync_summary([node_index("ome", "a", INDEXED)], namespace(labelled=False))["attachments"] == []
+    assert sync_summary([node_index_marker("ome", "a", INDEXED)], namespace(labelled=False))["attachments"] == []
 
 
 def test_node_whose_marker_went_with_its_configmap_is_listed_departed_until_indexed_again() -> None:
     """Otherwise a model that missed the moment would keep that node's last report for good."""
     previous = node_index_summary("ome", ["10.0.10.105", "10.0.10.27"], ["10.0.10.212"])
-    (summary,) = sync_summary([node_index("ome", "10.0.10.27", INDEXED)], previous=previous)["attachments"]
+    (summary,) = sync_summary([node_index_marker("ome", "10.0.10.27", INDEXED)], previous=previous)["attachments"]
     assert summary["spec"] == {"indexed": ["10.0.10.27"], "gone": [], "departed": ["10.0.10.105", "10.0.10.212"]}
-    (again,) = sync_summary([node_index("ome", "10.0.10.27", INDEXED), node_index("ome", "10.0.10.105", INDEXED)],
+    (again,) = sync_summary([node_index_marker("ome", "10.0.10.27", INDEXED), node_index_marker("ome", "10.0.10.105", INDEXED)],
                             previous=summary)["attachments"]
     assert again["spec"] == {"indexed": ["10.0.10.105", "10.0.10.27"], "gone": [], "departed": ["10.0.10.212"]}
 
@@ -252,11 +252,11 @@ def test_summary_namespace_with_unreadable_labels_is_refused_rather_than_emptied
     parent = namespace()
     parent["metadata"]["labels"] = None
     with pytest.raises(BadRequest, match="labels must be a map"):
-        sync_summary([node_index("ome", "a", INDEXED)], parent)
+        sync_summary([node_index_marker("ome", "a", INDEXED)], parent)
 
 
 def test_marker_with_an_unknown_state_is_refused() -> None:
-    marker = node_index("ome", "10.0.10.105", INDEXED)
+    marker = node_index_marker("ome", "10.0.10.105", INDEXED)
     marker["spec"]["state"] = "Maybe"
     with pytest.raises(BadRequest, match="Maybe"):
         sync_summary([marker])

@@ -19,6 +19,7 @@ from typing import Any
 
 from hypothesis import event, given, settings as hypothesis_settings
 
+from hooks.names import is_dns_label, is_dns_subdomain, is_label_value
 from hooks.nodes import decorator
 from hooks.nodes.index_objects import (
     API_VERSION as INDEX_API_VERSION,
@@ -36,10 +37,9 @@ from hooks.nodes.index_objects import (
     SUMMARY_PARENT_LABEL,
     entry_name,
     model_label,
-    node_index,
+    node_index_marker,
 )
 from hooks.nodes.ome_keys import ENTRY_DELETED, STATUS_LABEL, configmap_key, entry_status, is_model_key
-from hooks.names import is_dns_label, is_dns_subdomain, is_label_value
 from hooks.observed import NODES, BadRequest
 from hooks.settings import Settings
 from tests.lifecycle import install_node_index
@@ -102,7 +102,7 @@ def check_configmap_answer(request: dict[str, Any], settings: Settings, attachme
         assert attachments == []
         return
     if not any(item["metadata"]["name"] == node for item in request["related"][NODES].values()):
-        assert attachments == [node_index(settings.ome_namespace, node, NODE_GONE)]
+        assert attachments == [node_index_marker(settings.ome_namespace, node, NODE_GONE)]
         return
     held = {key for key, raw in data.items()
             if is_model_key(key) and is_label_value(model_label(key)) and entry_status(raw) != ENTRY_DELETED}

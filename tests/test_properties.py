@@ -18,7 +18,7 @@ from hypothesis import event, given, settings as hypothesis_settings
 
 from hooks.customize import customize
 from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION, NODE_INDEX_SUMMARY, NODE_MODEL_STATUS, RESOURCES
-from hooks.observed import BadRequest, JOBS, Model, read_model
+from hooks.observed import JOBS, BadRequest, Model, read_model
 from hooks.pvc.metadata_job import job_name
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings

@@ -28,12 +28,12 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntity
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wsgi import get_content_length, get_input_stream
 
+from hooks.customize import customize
 from hooks.http.auth import auth_scheme, authorized
 from hooks.http.metrics import CONTENT_TYPE, Metrics
+from hooks.nodes import decorator
 from hooks.observed import BadRequest, field
 from hooks.settings import Settings
-from hooks.customize import customize
-from hooks.nodes import decorator
 from hooks.sync import Decision, sync
 
 if TYPE_CHECKING:

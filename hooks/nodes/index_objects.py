@@ -83,7 +83,7 @@ def node_model_status(namespace: str, node: str, key: str, status: str | None) -
     }
 
 
-def node_index(namespace: str, node: str, state: str) -> dict[str, Any]:
+def node_index_marker(namespace: str, node: str, state: str) -> dict[str, Any]:
     """The marker of one node's ConfigMap, named after it as the ConfigMap is."""
     return {
         "apiVersion": API_VERSION,

@@ -18,7 +18,7 @@ from hooks.nodes.index_objects import (
     NODE_INDEXES,
     NODE_MODEL_STATUSES,
     model_label,
-    node_index,
+    node_index_marker,
     node_model_status,
     read_marker_state,
 )
@@ -54,7 +54,7 @@ def attachments(configmap: dict[str, Any], request: dict[str, Any], ome_namespac
     markers = object_group(request, "children", NODE_INDEXES, required=True)
     observed_entries = {item["metadata"]["name"] for item in object_group(request, "children", NODE_MODEL_STATUSES, required=True)}
     if not alive:
-        return [node_index(ome_namespace, node, NODE_GONE)]
+        return [node_index_marker(ome_namespace, node, NODE_GONE)]
     entries = [
         node_model_status(ome_namespace, node, key, status)
         for key, raw in sorted(field(configmap, "data").items())
@@ -62,9 +62,9 @@ def attachments(configmap: dict[str, Any], request: dict[str, Any], ome_namespac
     ]
     observed_state = next((read_marker_state(item) for item in markers if item["metadata"]["name"] == node), None)
     if observed_state == INDEXED or all(entry["metadata"]["name"] in observed_entries for entry in entries):
-        return [*entries, node_index(ome_namespace, node, INDEXED)]
+        return [*entries, node_index_marker(ome_namespace, node, INDEXED)]
     if observed_state == NODE_GONE:
-        return [*entries, node_index(ome_namespace, node, NODE_GONE)]
+        return [*entries, node_index_marker(ome_namespace, node, NODE_GONE)]
     return entries
 
 

@@ -27,8 +27,7 @@ from typing import Any, Callable
 import yaml
 
 from hooks.conditions import format_time
-from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION
-from hooks.nodes.index_objects import RESOURCES as INDEX_RESOURCES
+from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION, RESOURCES as INDEX_RESOURCES
 from tests.metacontroller.selection import Obj
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, index_object_errors, kubernetes_errors
 
