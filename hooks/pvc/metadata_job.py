@@ -2,6 +2,11 @@
 
 Metacontroller's default ``OnDelete`` strategy never updates an existing child, so every
 name here is derived from everything its content depends on: one name, one content.
+
+A model's names and children depend on nothing but its identity, its location and the
+settings, which are the same on every sync of it: they are built once and remembered
+(bounded, for the models synced lately). The remembered objects are shared between
+answers, so nothing may change them: the hook only serializes them.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from hooks.observed import API_GROUP, Model, field
 from hooks.pvc.storage_uri import PVCLocation
@@ -40,9 +45,17 @@ def _stem(name: str, limit: int) -> str:
     return name.replace(".", "-")[:limit].strip("-") or "model"
 
 
-def _identity(model: Model) -> tuple[str, str, str]:
-    """What tells one model from every other, BaseModel and ClusterBaseModel alike."""
-    return (model.kind, model.namespace or "", model.name)
+class Identity(NamedTuple):
+    """What tells one model from every other, BaseModel and ClusterBaseModel alike, and
+    all its children's names and contents are derived from ("" namespace: cluster-scoped)."""
+
+    kind: str
+    namespace: str
+    name: str
+
+
+def _identity(model: Model) -> Identity:
+    return Identity(model.kind, model.namespace or "", model.name)
 
 
 def label_value(text: str) -> str:
@@ -54,27 +67,41 @@ def label_value(text: str) -> str:
 
 def job_name(model: Model, storage_uri: str, attempt: int) -> str:
     """Changes with the URI and the attempt; distinct for BaseModel and ClusterBaseModel."""
-    return f"{_stem(model.name, 36)}-metadata-{_digest(*_identity(model), storage_uri, str(attempt))[:10]}"
+    return _job_name(_identity(model), storage_uri, attempt)
+
+
+@functools.lru_cache(maxsize=4096)
+def _job_name(identity: Identity, storage_uri: str, attempt: int) -> str:
+    """Remembered: each sync derives the name of every attempt the settings allow."""
+    return f"{_stem(identity.name, 36)}-metadata-{_digest(*identity, storage_uri, str(attempt))[:10]}"
 
 
 def service_account_name(model: Model) -> str:
     """Also the Role and RoleBinding name: one set of access objects per model."""
-    return f"{_stem(model.name, 40)}-metadata-{_digest(*_identity(model))[:8]}"
+    return _service_account_name(_identity(model))
+
+
+def _service_account_name(identity: Identity) -> str:
+    return f"{_stem(identity.name, 40)}-metadata-{_digest(*identity)[:8]}"
 
 
 def model_labels(model: Model) -> dict[str, str]:
     """Labels every child and every Job pod carries; stable across attempts, so the
     customize hook (cached per parent generation) can select the pods of any attempt."""
+    return _labels(_identity(model))
+
+
+def _labels(identity: Identity) -> dict[str, str]:
     labels = {
         "app.kubernetes.io/name": APP_NAME,
         "app.kubernetes.io/managed-by": MANAGED_BY,
-        "ome.io/model-kind": model.kind,
+        "ome.io/model-kind": identity.kind,
     }
-    if model.cluster_scoped:
-        labels["ome.io/clusterbasemodel"] = label_value(model.name)
+    if not identity.namespace:
+        labels["ome.io/clusterbasemodel"] = label_value(identity.name)
     else:
-        labels["ome.io/basemodel-namespace"] = model.namespace or ""
-        labels["ome.io/basemodel"] = label_value(model.name)
+        labels["ome.io/basemodel-namespace"] = identity.namespace
+        labels["ome.io/basemodel"] = label_value(identity.name)
     return labels
 
 
@@ -82,7 +109,12 @@ def build_job(
     model: Model, location: PVCLocation, storage_uri: str, attempt: int, settings: Settings
 ) -> dict[str, Any]:
     """The Job that mounts the PVC read-only and lets ``ome-agent`` fill the model's spec."""
-    scope = ["--cluster-scoped"] if model.cluster_scoped else ["--basemodel-namespace", model.namespace or ""]
+    return _job(_identity(model), location, storage_uri, attempt, settings)
+
+
+@functools.lru_cache(maxsize=1024)
+def _job(identity: Identity, location: PVCLocation, storage_uri: str, attempt: int, settings: Settings) -> dict[str, Any]:
+    scope = ["--cluster-scoped"] if not identity.namespace else ["--basemodel-namespace", identity.namespace]
     resources = {
         "requests": {"cpu": settings.cpu_request, "memory": settings.memory_request},
         "limits": {"cpu": settings.cpu_limit, "memory": settings.memory_limit},
@@ -91,9 +123,9 @@ def build_job(
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": job_name(model, storage_uri, attempt),
+            "name": _job_name(identity, storage_uri, attempt),
             "namespace": location.namespace,
-            "labels": {**model_labels(model), ATTEMPT_LABEL: str(attempt)},
+            "labels": {**_labels(identity), ATTEMPT_LABEL: str(attempt)},
             "annotations": {STORAGE_URI_ANNOTATION: storage_uri},
         },
         "spec": {
@@ -101,10 +133,10 @@ def build_job(
             "activeDeadlineSeconds": settings.active_deadline_seconds,
             "ttlSecondsAfterFinished": settings.ttl_seconds_after_finished,
             "template": {
-                "metadata": {"labels": model_labels(model)},
+                "metadata": {"labels": _labels(identity)},
                 "spec": {
                     "restartPolicy": "Never",
-                    "serviceAccountName": service_account_name(model),
+                    "serviceAccountName": _service_account_name(identity),
                     "enableServiceLinks": False,
                     "securityContext": {
                         "runAsNonRoot": True,
@@ -123,7 +155,7 @@ def build_job(
                                 "--model-path",
                                 settings.mount_path,
                                 "--basemodel-name",
-                                model.name,
+                                identity.name,
                                 *scope,
                             ],
                             "terminationMessagePolicy": "FallbackToLogsOnError",
@@ -160,12 +192,17 @@ def build_job(
 
 def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
     """ServiceAccount plus the narrowest grant the agent needs: get/update/patch on this model only."""
-    labels = model_labels(model)
-    account = service_account_name(model)
+    return _access(_identity(model), model.resource, namespace)
+
+
+@functools.lru_cache(maxsize=1024)
+def _access(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
+    labels = _labels(identity)
+    account = _service_account_name(identity)
     rule = {
         "apiGroups": [API_GROUP],
-        "resources": [model.resource],
-        "resourceNames": [model.name],
+        "resources": [resource],
+        "resourceNames": [identity.name],
         "verbs": ["get", "update", "patch"],
     }
     subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
@@ -174,7 +211,7 @@ def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
         "kind": "ServiceAccount",
         "metadata": {"name": account, "namespace": namespace, "labels": labels},
     }
-    if not model.cluster_scoped:
+    if identity.namespace:
         local = {"name": account, "namespace": namespace, "labels": labels}
         return [
             service_account,
@@ -187,8 +224,8 @@ def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
                 "subjects": [subject],
             },
         ]
-    role = f"ome-metadata-{_stem(model.name, 40)}-{_digest(*_identity(model))[:8]}"
-    binding = f"ome-metadata-{_stem(model.name, 40)}-{_digest(*_identity(model), namespace)[:8]}"
+    role = f"ome-metadata-{_stem(identity.name, 40)}-{_digest(*identity)[:8]}"
+    binding = f"ome-metadata-{_stem(identity.name, 40)}-{_digest(*identity, namespace)[:8]}"
     return [
         service_account,
         {
