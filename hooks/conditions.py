@@ -8,6 +8,7 @@ woken by its own write, and loop.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -63,6 +64,25 @@ def parse_time(value: Any) -> datetime | None:
         return None
 
 
+def _normalized(value: Any) -> str | None:
+    moment = parse_time(value)
+    return format_time(moment) if moment is not None else None
+
+
+_normalized_text = functools.lru_cache(maxsize=4096)(_normalized)
+REMEMBERED_TIME_LENGTH = 64  # longer than any timestamp the API server writes
+
+
+def normalized_time(value: Any) -> str | None:
+    """An observed timestamp as ``format_time`` writes it, or None when it does not read as one.
+
+    A steady state sends the same few timestamps on every sync, so their readings are
+    remembered; only for text short enough to be one, so no request can fill the memory."""
+    if isinstance(value, str) and len(value) <= REMEMBERED_TIME_LENGTH:
+        return _normalized_text(value)
+    return _normalized(value)
+
+
 def stamp(
     conditions: Iterable[Condition],
     observed: Any,
@@ -71,16 +91,17 @@ def stamp(
 ) -> list[dict[str, Any]]:
     """Render conditions, keeping each observed ``lastTransitionTime`` whose status is unchanged."""
     previous = _observed_by_type(observed)
+    stamped_now = format_time(now)
     rendered = []
     for condition in conditions:
         before = previous.get(condition.type, {})
-        kept = parse_time(before.get("lastTransitionTime")) if before.get("status") == condition.status else None
+        kept = normalized_time(before.get("lastTransitionTime")) if before.get("status") == condition.status else None
         item: dict[str, Any] = {
             "type": condition.type,
             "status": condition.status,
             "reason": condition.reason,
             "message": shorten(condition.message, MESSAGE_LIMIT),
-            "lastTransitionTime": format_time(kept or now),
+            "lastTransitionTime": kept or stamped_now,
         }
         if generation is not None:
             item["observedGeneration"] = generation

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from hooks.conditions import FALSE, TRUE, Condition, format_time, parse_time
+from hooks.conditions import FALSE, TRUE, Condition, format_time, normalized_time, parse_time
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -155,13 +155,12 @@ def read_record(model: Model) -> Record:
     attempts: Any = raw.get("attempts")
     if not is_count(attempts, INT32_MAX) or attempts == 0:
         return Record(model.storage_uri)
-    failed_at = parse_time(raw.get("failedAt"))
     return Record(
         storage_uri=model.storage_uri,
         attempts=attempts,
         job_name=text(raw, "jobName"),
         result=text(raw, "result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
-        failed_at=format_time(failed_at) if failed_at else "",
+        failed_at=normalized_time(raw.get("failedAt")) or "",
         message=text(raw, "message"),
         pod_waiting=text(raw, "podWaiting"),
         pod_ended=text(raw, "podEnded"),

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from hooks.conditions import format_time, parse_time, shorten
+from hooks.conditions import normalized_time, shorten
 from hooks.observed import field, items, text
 from hooks.pvc.metadata_job import CONTAINER
 
@@ -52,10 +52,9 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
         return JobOutcome(SUCCEEDED, METADATA_EXTRACTED)
     failure = true.get("FailureTarget") or true.get("Failed")
     if failure is not None:
-        first = parse_time(failure.get("lastTransitionTime"))
         reason = JOB_DEADLINE_EXCEEDED if text(failure, "reason") == "DeadlineExceeded" else JOB_FAILED
         detail = shorten(": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part), MESSAGE_LIMIT)
-        return JobOutcome(FAILED, reason, detail, format_time(first) if first else None)
+        return JobOutcome(FAILED, reason, detail, normalized_time(failure.get("lastTransitionTime")))
     if field(job, "spec").get("suspend") is True or "Suspended" in true:
         return JobOutcome(RUNNING, JOB_SUSPENDED)
     return JobOutcome(RUNNING, JOB_RUNNING)
