@@ -152,48 +152,56 @@ def object_group(request: dict[str, Any], section: str, type_key: str, *, requir
     if not required and (groups is None or (isinstance(groups, dict) and type_key not in groups)):
         return []
     group = require_group(request, section, type_key)
+    kind, _, api_version = type_key.partition(".")
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    where = f"request '{section}.{type_key}'"
     for item in group.values():
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-            raise BadRequest(f"{where} holds an entry that is not an object with metadata")
+            raise BadRequest(f"{_where(section, type_key)} holds an entry that is not an object with metadata")
         name = item["metadata"].get("name")
         if not _non_empty_text(name):
-            raise BadRequest(f"{where} holds an object without metadata.name")
-        identity = (_read_namespace(item, where, type_key), name)
-        _check_type(item, where, type_key)
+            raise BadRequest(f"{_where(section, type_key)} holds an object without metadata.name")
+        identity = (_read_namespace(item, section, type_key), name)
+        if item.get("kind", kind) != kind or item.get("apiVersion", api_version) != api_version:
+            raise _wrong_type(item, section, type_key)
         if identity in found:
-            raise BadRequest(f"{where} holds {_object_name(identity)} twice")
+            raise BadRequest(f"{_where(section, type_key)} holds {_object_name(identity)} twice")
         found[identity] = item
     return [found[identity] for identity in sorted(found)]
 
 
-def _read_namespace(item: dict[str, Any], where: str, type_key: str) -> str:
+def _where(section: str, type_key: str) -> str:
+    return f"request '{section}.{type_key}'"
+
+
+def _read_namespace(item: dict[str, Any], section: str, type_key: str) -> str:
     """The object's namespace ("" for a cluster-scoped type), which the API server always sets.
 
     Children are matched by namespace and name, so an object whose namespace cannot be
     read could be taken for another, or missed, and then deleted."""
     namespace = item["metadata"].get("namespace")
-    name = item["metadata"]["name"]
     if type_key in CLUSTER_SCOPED:
         if namespace not in (None, ""):
             raise BadRequest(
-                f"{where} holds {_shown(name)} with metadata.namespace {_shown(namespace)}, but the type is cluster-scoped"
+                f"{_where(section, type_key)} holds {_shown(item['metadata']['name'])} with metadata.namespace "
+                f"{_shown(namespace)}, but the type is cluster-scoped"
             )
         return ""
     if not is_dns_label(namespace):
-        raise BadRequest(f"{where} holds {_shown(name)} whose metadata.namespace {_shown(namespace)} is not a namespace name")
+        raise BadRequest(
+            f"{_where(section, type_key)} holds {_shown(item['metadata']['name'])} whose metadata.namespace "
+            f"{_shown(namespace)} is not a namespace name"
+        )
     return namespace
 
 
-def _check_type(item: dict[str, Any], where: str, type_key: str) -> None:
+def _wrong_type(item: dict[str, Any], section: str, type_key: str) -> BadRequest:
     """Metacontroller groups objects by type; an object that says otherwise was not sent by it."""
     kind, _, api_version = type_key.partition(".")
-    for key, expected in (("kind", kind), ("apiVersion", api_version)):
-        if key in item and item[key] != expected:
-            raise BadRequest(
-                f"{where} holds {_shown(item['metadata']['name'])} whose {key} is {_shown(item[key])}, not {expected!r}"
-            )
+    key, expected = ("kind", kind) if item.get("kind", kind) != kind else ("apiVersion", api_version)
+    return BadRequest(
+        f"{_where(section, type_key)} holds {_shown(item['metadata']['name'])} whose {key} is "
+        f"{_shown(item[key])}, not {expected!r}"
+    )
 
 
 def _object_name(identity: tuple[str, str]) -> str:
