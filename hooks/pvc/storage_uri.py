@@ -8,6 +8,7 @@ says what was wrong and what the right form is. Syntax is judged before namespac
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -51,8 +52,11 @@ def expected_form(parent_namespace: str | None) -> str:
     return f"pvc://{{pvc-name}}/{{sub-path}} or pvc://{parent_namespace}:{{pvc-name}}/{{sub-path}}"
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_pvc_uri(uri: str, parent_namespace: str | None) -> PVCLocation:
-    """Resolve ``uri`` for a BaseModel in ``parent_namespace``, or a ClusterBaseModel (None)."""
+    """Resolve ``uri`` for a BaseModel in ``parent_namespace``, or a ClusterBaseModel (None).
+
+    Remembered for the models synced lately (a refusal is not: it is judged again)."""
 
     def refuse(problem: str, reason: str = INVALID_STORAGE_URI) -> StorageURIError:
         return StorageURIError(
