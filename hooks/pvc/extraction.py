@@ -41,7 +41,7 @@ from hooks.pvc.job_outcome import (
     pod_waiting,
     read_outcome,
 )
-from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name, job_names
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.settings import Settings
 
@@ -181,7 +181,7 @@ def current_jobs(
         return {}
     hinted = {_attempt_hint(job) for job in observed} - {None}
     attempts = {*range(1, settings.max_attempts + 1), record.attempts, *hinted} - {0}
-    derived = {job_name(model, model.storage_uri, attempt): attempt for attempt in attempts}
+    derived = job_names(model, model.storage_uri, attempts)
     found = {}
     for job in observed:
         attempt = derived.get(job["metadata"]["name"])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from hooks.observed import API_GROUP, Model, field
 from hooks.pvc.storage_uri import PVCLocation
@@ -68,6 +68,12 @@ def label_value(text: str) -> str:
 def job_name(model: Model, storage_uri: str, attempt: int) -> str:
     """Changes with the URI and the attempt; distinct for BaseModel and ClusterBaseModel."""
     return _job_name(_identity(model), storage_uri, attempt)
+
+
+def job_names(model: Model, storage_uri: str, attempts: Iterable[int]) -> dict[str, int]:
+    """The attempts by the name of their Job: observed Jobs are recognised by name."""
+    identity = _identity(model)
+    return {_job_name(identity, storage_uri, attempt): attempt for attempt in attempts}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -258,19 +264,20 @@ def built_with(job: dict[str, Any], settings: Settings) -> Settings:
     mount = _named(container.get("volumeMounts"), VOLUME)
     args = container.get("args")
     resources = field(container, "resources")
+    security, requests, limits = field(pod, "securityContext"), field(resources, "requests"), field(resources, "limits")
     found: dict[str, Any] = {
         "backoff_limit": spec.get("backoffLimit"),
         "active_deadline_seconds": spec.get("activeDeadlineSeconds"),
         "ttl_seconds_after_finished": spec.get("ttlSecondsAfterFinished"),
-        "run_as_user": field(pod, "securityContext").get("runAsUser"),
-        "run_as_group": field(pod, "securityContext").get("runAsGroup"),
+        "run_as_user": security.get("runAsUser"),
+        "run_as_group": security.get("runAsGroup"),
         "agent_image": container.get("image"),
         "agent_config": _flag_value(args, "--config"),
         "mount_path": mount.get("mountPath"),
-        "cpu_request": field(resources, "requests").get("cpu"),
-        "memory_request": field(resources, "requests").get("memory"),
-        "cpu_limit": field(resources, "limits").get("cpu"),
-        "memory_limit": field(resources, "limits").get("memory"),
+        "cpu_request": requests.get("cpu"),
+        "memory_request": requests.get("memory"),
+        "cpu_limit": limits.get("cpu"),
+        "memory_limit": limits.get("memory"),
     }
     differing = {
         key: value
