@@ -45,7 +45,16 @@ import orjson
 import yaml
 
 from hooks.nodes import decorator
-from hooks.nodes.index_objects import MODEL_LABEL, NODE_INDEX_SUMMARIES, NODE_INDEXES, NODE_MODEL_STATUSES, model_label
+from hooks.nodes.index_objects import (
+    API_VERSION,
+    GROUP_LABEL,
+    GROUPS_PARENT_LABEL,
+    MODEL_LABEL,
+    NODE_GROUPS,
+    NODE_INDEXES,
+    NODE_MODEL_STATUSES,
+    model_label,
+)
 from hooks.nodes.ome_keys import STATUS_LABEL, configmap_key
 from hooks.settings import Settings
 from hooks.sync import sync
@@ -115,7 +124,7 @@ def stored(desired: dict[str, Any], owner: dict[str, Any], serial: int) -> dict[
             **({"f:labels": fields_v1(metadata["labels"])} if "labels" in metadata else {}),
             "f:ownerReferences": {".": {}, f'k:{{"uid":"{owner_uid}"}}': {}},
         },
-        "f:spec": fields_v1(obj["spec"]),
+        **({"f:spec": fields_v1(obj["spec"])} if "spec" in obj else {}),
     }
     metadata.update({
         "creationTimestamp": CREATED,
@@ -134,7 +143,7 @@ def server_side_applied(obj: dict[str, Any]) -> dict[str, Any]:
     applied = copy.deepcopy(obj)
     metadata = applied["metadata"]
     del metadata["annotations"]["metacontroller.k8s.io/last-applied-configuration"]
-    (managed,) = metadata["managedFields"]
+    managed = metadata["managedFields"][0]
     del managed["fieldsV1"]["f:metadata"]["f:annotations"]["f:metacontroller.k8s.io/last-applied-configuration"]
     managed["operation"] = "Apply"
     return applied
@@ -193,46 +202,64 @@ class Index:
     def __init__(self, controller: dict[str, Any], settings: Settings) -> None:
         self.controller = controller
         self.settings = settings
+        self.node_indexes: list[dict[str, Any]] = []
+        self.groups: list[dict[str, Any]] = []
         self.entries: list[dict[str, Any]] = []
-        self.markers: list[dict[str, Any]] = []
-        self.summary: dict[str, Any] | None = None
-        self.decorator_request_bytes = 0
-        self.summary_request_bytes = 0
+        self.request_bytes: dict[str, int] = {}
         self.serial = 0
 
     def store(self, desired: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
         self.serial += 1
         return stored(desired, owner, self.serial)
 
-    def sync_node(self, cm: dict[str, Any], node: dict[str, Any] | None) -> None:
-        """Two decorator syncs, as the entries' creation wakes the ConfigMap again."""
-        children: dict[str, dict[str, Any]] = {NODE_MODEL_STATUSES: {}, NODE_INDEXES: {}, NODE_INDEX_SUMMARIES: {}}
-        for _ in range(2):
-            request = {"controller": self.controller, "parent": cm, "children": children,
-                       "related": {"Node.v1": {node["metadata"]["name"]: node} if node else {}}, "finalizing": False}
-            self.decorator_request_bytes = len(compact(request))
-            for desired in decorator.sync(request, self.settings)["attachments"]:
-                group = children[f"{desired['kind']}.{desired['apiVersion']}"]
-                key = f"{desired['metadata']['namespace']}/{desired['metadata']['name']}"
-                if key not in group:
-                    group[key] = self.store(desired, cm)
-        self.entries += children[NODE_MODEL_STATUSES].values()
-        self.markers += children[NODE_INDEXES].values()
+    def call(self, what: str, parent: dict[str, Any], children: dict[str, Any], related: dict[str, Any]) -> dict[str, Any]:
+        request = {"controller": self.controller, "parent": parent, "children": children, "related": related, "finalizing": False}
+        self.request_bytes[what] = max(self.request_bytes.get(what, 0), len(compact(request)))
+        return decorator.sync(request, self.settings)
 
-    def sync_summary(self, namespace: dict[str, Any]) -> None:
-        request = {"controller": self.controller, "parent": namespace, "children": {NODE_INDEX_SUMMARIES: {}},
-                   "related": {NODE_INDEXES: {f"{m['metadata']['namespace']}/{m['metadata']['name']}": m for m in self.markers}},
-                   "finalizing": False}
-        self.summary_request_bytes = len(compact(request))
-        (desired,) = decorator.sync(request, self.settings)["attachments"]
-        self.summary = self.store(desired, namespace)
+    def sync_node(self, cm: dict[str, Any], node: dict[str, Any] | None) -> None:
+        """A ConfigMap's sync: its NodeIndex (what a Node heartbeat costs, and what an entry change starts with)."""
+        related = {"Node.v1": {node["metadata"]["name"]: node} if node else {}}
+        (desired,) = self.call("node", cm, {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}}, related)["attachments"]
+        self.node_indexes.append(self.store(desired, cm))
+
+    def sync_namespace(self, namespace: dict[str, Any]) -> None:
+        answer = self.call("namespace", namespace, {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}}, {})
+        self.groups = [self.store(desired, namespace) for desired in answer["attachments"]]
+
+    def sync_group(self, group: dict[str, Any]) -> dict[str, Any]:
+        """Two syncs, as the objects' creation wakes the group again; then the group as
+        stored with its status (a status-subresource write of its own managedFields)."""
+        name = group["metadata"]["name"]
+        related = {NODE_INDEXES: {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": obj for obj in self.node_indexes
+                                  if obj["metadata"]["labels"][GROUP_LABEL] == name}}
+        children: dict[str, dict[str, Any]] = {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}}
+        for _ in range(2):
+            answer = self.call("group", group, children, related)
+            children[NODE_MODEL_STATUSES] = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": self.store(obj, group)
+                                             for obj in answer["attachments"]}
+        self.entries += children[NODE_MODEL_STATUSES].values()
+        group = {**group, "status": answer["status"]}
+        group["metadata"] = {**group["metadata"], "managedFields": [*group["metadata"]["managedFields"], {
+            "apiVersion": API_VERSION, "fieldsType": "FieldsV1", "fieldsV1": {"f:status": fields_v1(answer["status"])},
+            "manager": "metacontroller", "operation": "Update", "subresource": "status", "time": CREATED}]}
+        return group
+
+    def build(self, configmaps: list[dict[str, Any]], nodes: list[dict[str, Any]], namespace: dict[str, Any]) -> None:
+        for cm, node in zip(configmaps, nodes):
+            self.sync_node(cm, node)
+        self.sync_namespace(namespace)
+        self.groups = [self.sync_group(group) for group in self.groups]
+
+    def stored_objects(self) -> list[dict[str, Any]]:
+        return [*self.node_indexes, *self.groups, *self.entries]
 
 
 def index_namespace() -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": "ome-basemodel-hook", "uid": uid("namespace/ome-basemodel-hook"), "resourceVersion": "1200",
         "creationTimestamp": "2026-11-02T09:14:00Z",
-        "labels": {"kubernetes.io/metadata.name": "ome-basemodel-hook", "ome-basemodel-hook.ome.io/node-index-summary": "true"}}}
+        "labels": {"kubernetes.io/metadata.name": "ome-basemodel-hook", GROUPS_PARENT_LABEL: "true"}}}
 
 
 def decorator_controller() -> dict[str, Any]:
@@ -254,9 +281,7 @@ def build(nodes: int, models: int) -> dict[str, Any]:
     configmaps = [configmap(cm_template, name, entries) for name in names]
     settings = Settings()
     index = Index(decorator_controller(), settings)
-    for cm, node in zip(configmaps, node_objects):
-        index.sync_node(cm, node)
-    index.sync_summary(index_namespace())
+    index.build(configmaps, node_objects, index_namespace())
     before = {**fixture, "related": {
         "ConfigMap.v1": {f"ome/{cm['metadata']['name']}": cm for cm in configmaps},
         "Node.v1": {node["metadata"]["name"]: node for node in node_objects}}}
@@ -264,7 +289,7 @@ def build(nodes: int, models: int) -> dict[str, Any]:
     after = {**fixture, "related": {
         NODE_MODEL_STATUSES: {f"ome/{e['metadata']['name']}": e for e in index.entries
                               if e["metadata"]["labels"][MODEL_LABEL] == label},
-        NODE_INDEX_SUMMARIES: {"ome/nodes": index.summary}}}
+        NODE_GROUPS: {f"ome/{group['metadata']['name']}": group for group in index.groups}}}
     steady = {**parent, "status": sync(after, settings, NOW).response["status"]}
     before["parent"] = after["parent"] = steady
     return {
@@ -311,6 +336,7 @@ def measure(trees: dict[str, str], workdir: str, rounds: int, runs: int) -> None
     print(f"{'nodes':>5} {'models':>6} | {'before MiB':>10} {'after MiB':>9} {'ratio':>6} | "
           f"{'before ms':>9} {'after ms':>8} {'ratio':>6} | {'parse before':>12} {'after ms':>8}")
     largest: dict[str, Any] = {}
+    stores: list[tuple[int, int, Index, int]] = []
     for nodes, models in SIZES:
         built = build(nodes, models)
         sizes = {}
@@ -330,21 +356,22 @@ def measure(trees: dict[str, str], workdir: str, rounds: int, runs: int) -> None
               f"{sizes['before'] / sizes['after']:5.0f}x | {core['before']:9.2f} {core['after']:8.2f} "
               f"{core['before'] / core['after']:5.1f}x | {parse['before']:12.1f} {parse['after']:8.1f}")
         largest = {**built, "nodes": nodes, "models": models}
-    index: Index = largest["index"]
-    entry_bytes = sum(len(compact(obj)) for obj in index.entries)
-    marker_bytes = sum(len(compact(obj)) for obj in index.markers)
-    summary_bytes = len(compact(index.summary))
-    total = entry_bytes + marker_bytes + summary_bytes
-    print(f"\nindex at {largest['nodes']} nodes x {largest['models']} models, as stored (dynamic apply):")
-    print(f"  {len(index.entries)} NodeModelStatus {entry_bytes / 2**20:.1f} MiB ({entry_bytes // len(index.entries)} B each), "
-          f"{len(index.markers)} NodeIndex {marker_bytes / 2**20:.2f} MiB, 1 NodeIndexSummary {summary_bytes / 1024:.0f} KiB")
-    print(f"  total {total / 2**20:.1f} MiB against {largest['configmap_bytes'] / 2**20:.1f} MiB of ConfigMaps "
-          f"({total / largest['configmap_bytes']:.2f}x); Nodes average {largest['node_bytes'] / 1024:.1f} KiB")
-    applied = sum(len(compact(server_side_applied(obj))) for obj in (*index.entries, *index.markers, index.summary))
-    print(f"  with Metacontroller's --apply-strategy=server-side-apply (no last-applied copy): {applied / 2**20:.1f} MiB "
-          f"({applied / largest['configmap_bytes']:.2f}x)")
-    print(f"  one decorator sync (a Node heartbeat, an entry change): {index.decorator_request_bytes / 1024:.0f} KiB; "
-          f"the summary's sync (a node indexed or gone): {index.summary_request_bytes / 2**20:.2f} MiB")
+        stores.append((nodes, models, built["index"], built["configmap_bytes"]))
+    print(f"\nwhat the index stores (dynamic apply; with --apply-strategy=server-side-apply, no last-applied copy):")
+    print(f"{'nodes':>5} {'models':>6} | {'NodeIndex':>9} {'NodeGroup':>9} {'NodeModelStatus':>15} | "
+          f"{'index MiB':>9} {'ConfigMaps MiB':>14} {'ratio':>6} | {'SSA MiB':>7} {'ratio':>6}")
+    for nodes, models, index, configmap_bytes in stores:
+        objects = index.stored_objects()
+        total = sum(len(compact(obj)) for obj in objects)
+        applied = sum(len(compact(server_side_applied(obj))) for obj in objects)
+        print(f"{nodes:5} {models:6} | {len(index.node_indexes):9} {len(index.groups):9} {len(index.entries):15} | "
+              f"{total / 2**20:9.2f} {configmap_bytes / 2**20:14.2f} {total / configmap_bytes:5.2f}x | "
+              f"{applied / 2**20:7.2f} {applied / configmap_bytes:5.2f}x")
+    index = largest["index"]
+    print(f"\nat {largest['nodes']} nodes x {largest['models']} models, the index's own syncs (request bytes, the largest):")
+    print(f"  a ConfigMap's (a Node heartbeat, an entry change): {index.request_bytes['node'] / 1024:.0f} KiB; "
+          f"a group's (after an entry change): {index.request_bytes['group'] / 1024:.0f} KiB; "
+          f"the Namespace's: {index.request_bytes['namespace'] / 1024:.0f} KiB; Nodes average {largest['node_bytes'] / 1024:.1f} KiB")
 
 
 if __name__ == "__main__":

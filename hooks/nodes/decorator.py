@@ -1,17 +1,19 @@
 """The DecoratorController's hooks (``/nodes/customize``, ``/nodes/sync``): the node index.
 
-Two kinds of parent, told apart by ``kind``: each model-status ConfigMap (its node's part
-of the index, ``node_index``) and the hook's own Namespace (the summary,
-``index_summary``). Every answer leaves the parent alone (``status: null``, no labels or
-annotations), so Metacontroller never writes the agents' ConfigMaps; it only manages the
-attachments.
+Three kinds of parent, told apart by ``kind``: each model-status ConfigMap (its node's
+``NodeIndex``, ``node_index``), the hook's own Namespace (the groups, ``node_groups``) and
+each ``NodeGroup`` (its models' ``NodeModelStatus`` objects, ``node_group``). Only a
+group's answer has a status, its own; every other answer leaves its parent alone
+(``status: null``, no labels or annotations), so Metacontroller never writes the agents'
+ConfigMaps or the Namespace; it only manages the attachments.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hooks.nodes import index_summary, node_index
+from hooks.nodes import node_group, node_groups, node_index
+from hooks.nodes.index_objects import API_VERSION, NODE_GROUP
 from hooks.observed import BadRequest, read_parent_name, read_request
 from hooks.settings import Settings
 
@@ -19,22 +21,29 @@ CONFIG_MAP = "ConfigMap"
 NAMESPACE = "Namespace"
 
 
+PARENTS = {CONFIG_MAP: "v1", NAMESPACE: "v1", NODE_GROUP: API_VERSION}
+
+
 def customize(body: Any, settings: Settings) -> dict[str, Any]:
-    """The related objects of one parent: a ConfigMap's Node, or the summary's markers."""
+    """The related objects of one parent: a ConfigMap's Node, a group's NodeIndexes; a
+    Namespace needs none."""
     parent = _parent(body)
     if parent["kind"] == CONFIG_MAP:
         return {"relatedResources": node_index.customize_rules(parent, settings.ome_namespace)}
-    return {"relatedResources": index_summary.customize_rules(parent, settings.ome_namespace)}
+    if parent["kind"] == NODE_GROUP:
+        return {"relatedResources": node_group.customize_rules(parent, settings.ome_namespace)}
+    return {"relatedResources": []}
 
 
 def sync(body: Any, settings: Settings) -> dict[str, Any]:
-    """The parent's attachments, and a null status so the parent is never written."""
+    """The parent's attachments, and a null status (the parent left as it is) but for a group."""
     parent = _parent(body)
     if parent["kind"] == CONFIG_MAP:
-        attachments = node_index.attachments(parent, body, settings.ome_namespace)
-    else:
-        attachments = index_summary.attachments(parent, body, settings.ome_namespace)
-    return {"status": None, "attachments": attachments}
+        return {"status": None, "attachments": node_index.attachments(parent, body, settings.ome_namespace)}
+    if parent["kind"] == NODE_GROUP:
+        status, attachments = node_group.sync(parent, body, settings.ome_namespace)
+        return {"status": status, "attachments": attachments}
+    return {"status": None, "attachments": node_groups.attachments(parent, settings.ome_namespace)}
 
 
 def _parent(body: Any) -> dict[str, Any]:
@@ -44,10 +53,11 @@ def _parent(body: Any) -> dict[str, Any]:
         raise BadRequest("the node index needs hook version v2 (this request has v1's 'object'); "
                          "set spec.hooks.*.version: v2 in the DecoratorController")
     parent = read_request(body)["parent"]
-    if parent.get("kind") not in (CONFIG_MAP, NAMESPACE) or parent.get("apiVersion") != "v1":
-        raise BadRequest(f"parent kind {parent.get('kind')!r} is not served by the node index; "
-                         f"it serves v1 {CONFIG_MAP} and {NAMESPACE}")
-    read_parent_name(parent, namespaced=parent["kind"] == CONFIG_MAP)
+    kind = parent.get("kind")
+    if not isinstance(kind, str) or kind not in PARENTS or parent.get("apiVersion") != PARENTS[kind]:
+        raise BadRequest(f"parent {parent.get('apiVersion')!r} {parent.get('kind')!r} is not served by the node index; "
+                         f"it serves v1 {CONFIG_MAP}, v1 {NAMESPACE} and {API_VERSION} {NODE_GROUP}")
+    read_parent_name(parent, namespaced=parent["kind"] != NAMESPACE)
     _check_maps(parent)
     return parent
 

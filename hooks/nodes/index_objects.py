@@ -2,17 +2,21 @@
 
 The index is written by the DecoratorController (``hooks/nodes/decorator.py``) and read by
 the node flow of every model (``hooks/nodes/node_status.py``); this module is the one
-place both sides agree on. Three kinds, all in OME's namespace, all kept small because
-every model's sync carries its own share of them:
+place both sides agree on. Three kinds, all in OME's namespace:
 
-- ``NodeModelStatus``: one per (node, model) entry of an agent's ConfigMap, holding the
-  node and the entry's ``status`` only, labelled with the model so a model asks for its
-  own and nothing else;
-- ``NodeIndex``: one per node's ConfigMap, saying whether that node is ``Indexed`` (every
-  entry has its ``NodeModelStatus``) or ``NodeGone`` (its Node object was deleted);
-- ``NodeIndexSummary``: one in all, the node names of every ``NodeIndex`` by state, so a
-  model learns which nodes are indexed from one object instead of a thousand, and the
-  nodes whose ConfigMap (and so whose marker) was deleted since.
+- ``NodeIndex``: one per node's ConfigMap, the node's entries boiled down to each
+  model's status (or ``NodeGone`` once its Node is deleted), labelled with the node's
+  group;
+- ``NodeGroup``: a fixed set of ``GROUP_COUNT``, each gathering the nodes whose name
+  hashes to it; its status names its nodes that are indexed, gone or departed;
+- ``NodeModelStatus``: one per (group, model), the statuses of one model on the
+  group's nodes, labelled with the model so a model asks for its own and nothing else.
+
+Why groups: a model must be woken by a change of its own entries only, so no object a
+model reads may hold another model's statuses; and one object per (node, model) costs
+more in Metacontroller's bookkeeping (about 1 KB each: a last-applied copy, managedFields,
+an ownerReference) than the agents' entries it indexes. One object per (group, model)
+keeps the first and pays that bookkeeping once per group instead of once per node.
 """
 
 from __future__ import annotations
@@ -27,27 +31,36 @@ from hooks.observed import BadRequest, field, text
 GROUP = "ome-basemodel-hook.ome.io"
 API_VERSION = f"{GROUP}/v1alpha1"
 
-NODE_MODEL_STATUS = "NodeModelStatus"
 NODE_INDEX = "NodeIndex"
-NODE_INDEX_SUMMARY = "NodeIndexSummary"
-NODE_MODEL_STATUSES = f"{NODE_MODEL_STATUS}.{API_VERSION}"
+NODE_GROUP = "NodeGroup"
+NODE_MODEL_STATUS = "NodeModelStatus"
 NODE_INDEXES = f"{NODE_INDEX}.{API_VERSION}"
-NODE_INDEX_SUMMARIES = f"{NODE_INDEX_SUMMARY}.{API_VERSION}"
+NODE_GROUPS = f"{NODE_GROUP}.{API_VERSION}"
+NODE_MODEL_STATUSES = f"{NODE_MODEL_STATUS}.{API_VERSION}"
 RESOURCES = {
-    NODE_MODEL_STATUS: "nodemodelstatuses",
     NODE_INDEX: "nodeindexes",
-    NODE_INDEX_SUMMARY: "nodeindexsummaries",
+    NODE_GROUP: "nodegroups",
+    NODE_MODEL_STATUS: "nodemodelstatuses",
 }
 
 MODEL_LABEL = f"{GROUP}/model"
-SUMMARY_PARENT_LABEL = f"{GROUP}/node-index-summary"
-SUMMARY_NAME = "nodes"
-MAX_NAME_LENGTH = 253
+GROUP_LABEL = f"{GROUP}/node-group"
+GROUPS_PARENT_LABEL = f"{GROUP}/node-groups"
 LABEL_VALUE_LENGTH = 63
+
+# Fixed, so a node's group never changes: at 1,000 nodes a group holds about 16, and a
+# group's sync carries that many NodeIndexes.
+GROUP_COUNT = 64
+GROUP_NAMES = tuple(f"nodes-{number:02d}" for number in range(GROUP_COUNT))
 
 INDEXED = "Indexed"
 NODE_GONE = "NodeGone"
-MAX_DEPARTED = 1000
+MAX_DEPARTED = 100
+
+
+def group_of(node: str) -> str:
+    """The group a node belongs to, from its name alone, so every side derives the same."""
+    return GROUP_NAMES[int(hashlib.sha256(node.encode()).hexdigest()[:8], 16) % GROUP_COUNT]
 
 
 def model_label(key: str) -> str:
@@ -58,80 +71,70 @@ def model_label(key: str) -> str:
     return truncate_with_hash(key, LABEL_VALUE_LENGTH)
 
 
-def entry_name(node: str, key: str) -> str:
-    """One name per (node, model), readable by node: ``<node>.<10 hex of the key>``."""
-    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-    if len(node) + 1 + len(digest) > MAX_NAME_LENGTH:
-        node = hashlib.sha256(node.encode()).hexdigest()[:16]
-    return f"{node}.{digest}"
+def _statuses(spec: dict[str, Any], statuses: dict[str, str | None], what: str) -> None:
+    """Readable statuses in a map, the names whose entry does not parse in a list: the
+    schema keeps a map of strings, and OME counts such an entry as holding the model
+    while neither ready nor failed."""
+    spec[what] = {name: status for name, status in sorted(statuses.items()) if status is not None}
+    unreadable = sorted(name for name, status in statuses.items() if status is None)
+    if unreadable:
+        spec["unreadable"] = unreadable
 
 
-def node_model_status(namespace: str, node: str, key: str, status: str | None) -> dict[str, Any]:
-    """A node's report on one model: its node, its model (the label) and its status, which
-    is absent when the entry does not parse (OME then counts the node as neither ready
-    nor failed, but as still holding the model). Nothing else of the entry is copied:
-    every model's sync carries one of these per node, and Metacontroller stores each
-    with a copy of itself (its last-applied annotation) and managedFields."""
-    spec = {"node": node}
-    if status is not None:
-        spec["status"] = status
-    return {
-        "apiVersion": API_VERSION,
-        "kind": NODE_MODEL_STATUS,
-        "metadata": {"name": entry_name(node, key), "namespace": namespace, "labels": {MODEL_LABEL: model_label(key)}},
-        "spec": spec,
-    }
+def _read_statuses(spec: dict[str, Any], what: str, kind: str, name: str) -> dict[str, str | None]:
+    readable, unreadable = spec.get(what, {}), spec.get("unreadable", [])
+    if not isinstance(readable, dict) or not all(isinstance(status, str) for status in readable.values()):
+        raise BadRequest(f"{kind} {name!r} spec.{what} must be a map of strings")
+    if not isinstance(unreadable, list) or not all(isinstance(item, str) for item in unreadable):
+        raise BadRequest(f"{kind} {name!r} spec.unreadable must be a list of strings")
+    return {**readable, **dict.fromkeys(unreadable)}
 
 
-def node_index_marker(namespace: str, node: str, state: str) -> dict[str, Any]:
-    """The marker of one node's ConfigMap, named after it as the ConfigMap is."""
+def node_index(namespace: str, node: str, state: str, models: dict[str, str | None]) -> dict[str, Any]:
+    """One node's entries: each model's status by OME's key, named after the node as its
+    ConfigMap is. A gone node says nothing about models (OME ignores its reports)."""
+    spec: dict[str, Any] = {"node": node, "state": state}
+    if state == INDEXED:
+        _statuses(spec, models, "models")
     return {
         "apiVersion": API_VERSION,
         "kind": NODE_INDEX,
-        "metadata": {"name": node, "namespace": namespace},
-        "spec": {"node": node, "state": state},
-    }
-
-
-def node_index_summary(namespace: str, indexed: list[str], gone: list[str], departed: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every node's marker in one object; lists sorted so the same markers give the same
-    bytes, but ``departed`` (only there when not empty) oldest first, so the newest are kept."""
-    spec: dict[str, Any] = {"indexed": sorted(indexed), "gone": sorted(gone)}
-    if departed:
-        spec["departed"] = list(departed)
-    return {
-        "apiVersion": API_VERSION,
-        "kind": NODE_INDEX_SUMMARY,
-        "metadata": {"name": SUMMARY_NAME, "namespace": namespace},
+        "metadata": {"name": node, "namespace": namespace, "labels": {GROUP_LABEL: group_of(node)}},
         "spec": spec,
     }
 
 
 @dataclass(frozen=True)
-class Entry:
-    """One ``NodeModelStatus`` as read back: which node says what about which model (its label)."""
+class NodeEntries:
+    """One ``NodeIndex`` as read back: the node, its state, each model's status by key."""
 
     node: str
-    model_label: str
-    status: str | None
+    state: str
+    models: dict[str, str | None]
 
 
-def read_entry(obj: dict[str, Any]) -> Entry:
-    """Refuse an entry without its node or model: guessing either would misplace a report."""
-    spec = field(obj, "spec")
-    node, label = text(spec, "node"), text(field(obj["metadata"], "labels"), MODEL_LABEL)
-    if not node or not label:
-        raise BadRequest(f"{NODE_MODEL_STATUS} {obj['metadata']['name']!r} has no spec.node or no {MODEL_LABEL} label")
-    status = spec.get("status")
-    return Entry(node, label, status if isinstance(status, str) else None)
-
-
-def read_marker_state(obj: dict[str, Any]) -> str:
-    """The state a ``NodeIndex`` records; refused when it is neither known value."""
-    state = field(obj, "spec").get("state")
+def read_node_index(obj: dict[str, Any]) -> NodeEntries:
+    """Refuse an index without its node or with an unknown state: guessing either would
+    misplace a node's reports or drop them."""
+    name, spec = obj["metadata"]["name"], field(obj, "spec")
+    node, state = text(spec, "node"), spec.get("state")
+    if not node:
+        raise BadRequest(f"{NODE_INDEX} {name!r} has no spec.node")
     if state not in (INDEXED, NODE_GONE):
-        raise BadRequest(f"{NODE_INDEX} {obj['metadata']['name']!r} has state {state!r}, not {INDEXED} or {NODE_GONE}")
-    return state
+        raise BadRequest(f"{NODE_INDEX} {name!r} has state {state!r}, not {INDEXED} or {NODE_GONE}")
+    return NodeEntries(node, state, _read_statuses(spec, "models", NODE_INDEX, name) if state == INDEXED else {})
+
+
+def node_group(namespace: str, name: str) -> dict[str, Any]:
+    """A group as the hook's Namespace holds it: a name and nothing else; its status is
+    its own sync's."""
+    return {"apiVersion": API_VERSION, "kind": NODE_GROUP, "metadata": {"name": name, "namespace": namespace}}
+
+
+def is_node_group(obj: dict[str, Any], ome_namespace: str) -> bool:
+    """One of the groups the hook derives, where it derives them."""
+    metadata = field(obj, "metadata")
+    return metadata.get("namespace") == ome_namespace and metadata.get("name") in GROUP_NAMES
 
 
 @dataclass(frozen=True)
@@ -149,17 +152,60 @@ class NodeSet:
         return self.gone | frozenset(self.departed)
 
 
-def find_summary(objects: list[dict[str, Any]], ome_namespace: str) -> dict[str, Any] | None:
-    """The one summary among objects of its type, if it exists yet."""
-    return next((obj for obj in objects if obj["metadata"].get("namespace") == ome_namespace and obj["metadata"]["name"] == SUMMARY_NAME), None)
+NO_NODES = NodeSet(frozenset(), frozenset())
 
 
-def read_summary(obj: dict[str, Any] | None) -> NodeSet:
-    """No summary yet means no node is known yet (the index is still being built)."""
-    if obj is None:
-        return NodeSet(frozenset(), frozenset())
-    spec = field(obj, "spec")
-    lists = [spec.get("indexed", []), spec.get("gone", []), spec.get("departed", [])]
+def node_group_status(indexed: list[str], gone: list[str], departed: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A group's nodes by state; lists sorted so the same nodes give the same bytes, but
+    ``departed`` (only there when not empty) oldest first, so the newest are kept."""
+    status: dict[str, Any] = {"indexed": sorted(indexed), "gone": sorted(gone)}
+    if departed:
+        status["departed"] = list(departed)
+    return status
+
+
+def read_node_group_status(obj: dict[str, Any]) -> NodeSet:
+    """No status yet means no node of the group is known yet (the index is being built)."""
+    status = field(obj, "status")
+    lists = [status.get("indexed", []), status.get("gone", []), status.get("departed", [])]
     if not all(isinstance(names, list) and all(isinstance(name, str) for name in names) for names in lists):
-        raise BadRequest(f"{NODE_INDEX_SUMMARY} spec.indexed, spec.gone and spec.departed must be lists of node names")
+        raise BadRequest(f"{NODE_GROUP} {obj['metadata']['name']!r} status.indexed, status.gone and "
+                         "status.departed must be lists of node names")
     return NodeSet(frozenset(lists[0]), frozenset(lists[1]), tuple(lists[2]))
+
+
+def known_nodes(groups: list[dict[str, Any]], ome_namespace: str) -> NodeSet:
+    """What every group of the index knows, together."""
+    sets = [read_node_group_status(obj) for obj in groups if is_node_group(obj, ome_namespace)]
+    return NodeSet(
+        frozenset().union(*(known.indexed for known in sets)),
+        frozenset().union(*(known.gone for known in sets)),
+        tuple(node for known in sets for node in known.departed),
+    )
+
+
+def entry_name(group: str, label: str) -> str:
+    """One name per (group, model): ``<group>.<10 hex of the model's label>``."""
+    return f"{group}.{hashlib.sha256(label.encode()).hexdigest()[:10]}"
+
+
+def node_model_status(namespace: str, group: str, label: str, nodes: dict[str, str | None]) -> dict[str, Any]:
+    """One model's status on each node of one group that holds it."""
+    spec: dict[str, Any] = {}
+    _statuses(spec, nodes, "nodes")
+    return {
+        "apiVersion": API_VERSION,
+        "kind": NODE_MODEL_STATUS,
+        "metadata": {"name": entry_name(group, label), "namespace": namespace, "labels": {MODEL_LABEL: label}},
+        "spec": spec,
+    }
+
+
+def read_node_model_status(obj: dict[str, Any]) -> tuple[str, dict[str, str | None]]:
+    """The model's label and each node's status; refused without the label, which is
+    what says whose statuses these are."""
+    name = obj["metadata"]["name"]
+    label = text(field(obj["metadata"], "labels"), MODEL_LABEL)
+    if not label:
+        raise BadRequest(f"{NODE_MODEL_STATUS} {name!r} has no {MODEL_LABEL} label")
+    return label, _read_statuses(field(obj, "spec"), "nodes", NODE_MODEL_STATUS, name)

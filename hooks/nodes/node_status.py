@@ -6,8 +6,8 @@ per model; OME's Go controller turns those into ``nodesReady``, ``nodesFailed`` 
 does not read the ConfigMaps and Nodes themselves: at a thousand nodes they weigh
 hundreds of megabytes per sync, and every Node heartbeat would wake every model. It reads
 the node index instead (``hooks/nodes/index_objects.py``): its own ``NodeModelStatus``
-objects, one per node holding it, and the ``NodeIndexSummary`` naming the nodes whose
-ConfigMap is indexed and the nodes that are gone.
+objects, one per group of nodes holding it, and the ``NodeGroup`` objects naming the
+nodes whose ConfigMap is indexed, the nodes that are gone and those that departed.
 """
 
 from __future__ import annotations
@@ -18,15 +18,14 @@ from typing import Any
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition
 from hooks.nodes.index_objects import (
     API_VERSION,
+    GROUP_NAMES,
     MODEL_LABEL,
-    NODE_INDEX_SUMMARY,
+    NODE_GROUP,
     NODE_MODEL_STATUS,
     RESOURCES,
-    SUMMARY_NAME,
-    find_summary,
+    known_nodes,
     model_label,
-    read_entry,
-    read_summary,
+    read_node_model_status,
 )
 from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, configmap_key
 from hooks.observed import Model
@@ -36,8 +35,8 @@ SHOWN_NODES = 10
 
 
 def customize_rules(model: Model, ome_namespace: str) -> list[dict[str, Any]]:
-    """This model's entries (by its label, so another model's entry never wakes it) and
-    the summary (which changes only when nodes are indexed or go)."""
+    """This model's statuses (by its label, so another model's entry never wakes it) and
+    the groups (whose status changes only when nodes are indexed, go or depart)."""
     key = configmap_key(model.namespace, model.name)
     return [
         {
@@ -48,9 +47,9 @@ def customize_rules(model: Model, ome_namespace: str) -> list[dict[str, Any]]:
         },
         {
             "apiVersion": API_VERSION,
-            "resource": RESOURCES[NODE_INDEX_SUMMARY],
+            "resource": RESOURCES[NODE_GROUP],
             "namespace": ome_namespace,
-            "names": [SUMMARY_NAME],
+            "names": list(GROUP_NAMES),
         },
     ]
 
@@ -72,16 +71,16 @@ class NodeReport:
 
 
 def read_node_report(
-    model: Model, entries: list[dict[str, Any]], summaries: list[dict[str, Any]], ome_namespace: str
+    model: Model, entries: list[dict[str, Any]], groups: list[dict[str, Any]], ome_namespace: str
 ) -> NodeReport:
     """What the live nodes say about this model, node by node.
 
-    - A node the summary lists as gone or departed is ignored, its entries too (they are
+    - A node a group lists as gone or departed is ignored, its entries too (they are
       being deleted): OME skips the ConfigMap of a deleted Node, and a deleted ConfigMap
       is not there to read.
     - A node with an entry for this model reports that entry's status, whether or not
       its index is complete: the entry is the agent's own word.
-    - A node the summary lists as indexed, with no entry, does not hold the model.
+    - A node a group lists as indexed, with no entry, does not hold the model.
     - A node the index does not know yet (first install, a new node, a ConfigMap still
       being indexed) keeps what this model's status already said about it. Without this
       a Ready model would pass through In_Transit while its index is built, because
@@ -92,14 +91,14 @@ def read_node_report(
     with that controller replaced nobody else will, so a gone node must not hold it.
     """
     label = model_label(configmap_key(model.namespace, model.name))
-    known = read_summary(find_summary(summaries, ome_namespace))
+    known = known_nodes(groups, ome_namespace)
     reported: dict[str, str | None] = {}
     for obj in entries:
         if obj["metadata"].get("namespace") != ome_namespace:
             continue
-        entry = read_entry(obj)
-        if entry.model_label == label:
-            reported[entry.node] = entry.status
+        entry_label, statuses = read_node_model_status(obj)
+        if entry_label == label:
+            reported.update(statuses)
     previous_ready, previous_failed = _listed(model.status, "nodesReady"), _listed(model.status, "nodesFailed")
     ready, failed, holding = set(), set(), set()
     for node in reported.keys() | previous_ready | previous_failed:
