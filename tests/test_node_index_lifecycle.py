@@ -1,7 +1,8 @@
 """The node flow through the node index, under the simulated Metacontroller, with exact counts.
 
-Three nodes with OME's model agents, three non-PVC models Ready on all of them, the
-shipped CompositeControllers and the DecoratorController ``ome-node-index``. Each story
+Three nodes with OME's model agents (each alone in its node group; ``SHARING`` is two
+nodes of one group), three non-PVC models Ready on all of them, the shipped
+CompositeControllers and the DecoratorController ``ome-node-index``. Each story
 counts the hook calls per model (``/sync`` by parent name) and what the index cost
 (``sim.decorator_counts``), and records every status each model was written with.
 """
@@ -14,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hooks.nodes.index_objects import API_VERSION, NODE_GONE
+from hooks.nodes.index_objects import API_VERSION, NODE_GONE, group_of
 from hooks.nodes.ome_keys import configmap_key
 from hooks.settings import Settings
 from tests.lifecycle import install_node_index
@@ -85,16 +86,16 @@ def install(sim: Simulator, hook: Hook, *, composite: bool = True, index: bool =
             sim.add_controller(manifest, hook)
 
 
-def cluster(*, ome_status: dict[str, Any] | None = None, installed: bool = True) -> Cluster:
+def cluster(*, ome_status: dict[str, Any] | None = None, installed: bool = True, nodes: tuple[str, ...] = NODES) -> Cluster:
     """Nodes reporting every model Ready; the models exist (with OME's status, if given)."""
     sim = Simulator()
     for namespace in ("models", "ome"):
         sim.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     agents = NodeAgents(sim)
-    for node in NODES:
+    for node in nodes:
         agents.add_node(node)
     for _, _, name in MODELS:
-        for node in NODES:
+        for node in nodes:
             agents.report(node, key(name), "Ready")
     for kind, namespace, name in MODELS:
         metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
@@ -120,7 +121,9 @@ READY_EVERYWHERE = {"state": "Ready", "nodesReady": list(NODES)}
 def test_every_model_is_ready_on_every_node_through_the_index() -> None:
     built = cluster()
     assert {name: built.status(name) for _, _, name in MODELS} == {name: READY_EVERYWHERE for _, _, name in MODELS}
-    assert len(built.index("NodeModelStatus")) == len(NODES) * len(MODELS)
+    groups = {group_of(node) for node in NODES}
+    assert len(built.index("NodeModelStatus")) == len(groups) * len(MODELS)
+    assert sorted(node for obj in built.index("NodeGroup") for node in obj.get("status", {}).get("indexed", [])) == list(NODES)
     assert [obj["spec"]["state"] for obj in built.index("NodeIndex")] == ["Indexed"] * len(NODES)
 
 
@@ -142,10 +145,38 @@ def test_an_entry_change_wakes_that_model_only() -> None:
     built.agents.report("node-b", key("qwen"), "Failed")
     model_syncs, index = built.run()
     assert model_syncs == {"qwen": 1}
-    # the ConfigMap's sync, and the one its updated entry wakes (which changes nothing)
-    assert (index["sync"], index["update"], index["create"], index["delete"]) == (2, 1, 0, 0)
+    # the ConfigMap's sync (its NodeIndex updated) and its group's (qwen's NodeModelStatus
+    # updated), each again as its own write wakes it, changing nothing
+    assert (index["sync"], index["update NodeIndex"], index["update NodeModelStatus"]) == (4, 1, 1)
+    assert (index["update"], index["create"], index["delete"]) == (2, 0, 0)
     assert built.status("qwen") == {"state": "Ready", "nodesReady": ["node-a", "node-c"], "nodesFailed": ["node-b"]}
     assert built.status("llama") == READY_EVERYWHERE
+
+
+SHARING = ("node-e", "node-u")  # both in group nodes-53
+
+
+def test_an_entry_change_in_a_group_of_several_nodes_wakes_that_model_only() -> None:
+    built = cluster(nodes=SHARING)
+    assert group_of("node-e") == group_of("node-u")
+    assert len(built.index("NodeModelStatus")) == len(MODELS)
+    built.agents.report("node-u", key("qwen"), "Failed")
+    model_syncs, index = built.run()
+    assert model_syncs == {"qwen": 1}
+    assert (index["update NodeIndex"], index["update NodeModelStatus"], index["status write"]) == (1, 1, 0)
+    assert built.status("qwen") == {"state": "Ready", "nodesReady": ["node-e"], "nodesFailed": ["node-u"]}
+    assert built.status("llama") == {"state": "Ready", "nodesReady": list(SHARING)}
+
+
+def test_a_node_deleted_from_a_group_of_several_nodes_leaves_the_others_reported() -> None:
+    built = cluster(nodes=SHARING)
+    built.sim.cluster.delete("v1", "Node", None, "node-u")
+    model_syncs, index = built.run()
+    assert set(model_syncs) == {name for _, _, name in MODELS}
+    assert (index["update NodeModelStatus"], index["delete NodeModelStatus"], index["status write"]) == (3, 0, 1)
+    for _, _, name in MODELS:
+        assert built.status(name) == {"state": "Ready", "nodesReady": ["node-e"]}
+    assert built.states_written() == {"Ready"}
 
 
 def test_a_download_progress_update_wakes_no_model() -> None:
@@ -164,19 +195,20 @@ def test_a_deleted_node_disappears_from_every_model() -> None:
     built = cluster()
     built.sim.cluster.delete("v1", "Node", None, "node-c")
     model_syncs, index = built.run()
-    # each model is woken by its entry's deletion and by the summary's update, once when both come together
+    # node-c is alone in its group: each model is woken by its NodeModelStatus there going
+    # and by the group's status naming node-c gone, once when both come together
     assert set(model_syncs) == {name for _, _, name in MODELS} and set(model_syncs.values()) <= {1, 2}
-    assert (index["delete NodeModelStatus"], index["update NodeIndex"], index["update NodeIndexSummary"]) == (3, 1, 1)
+    assert (index["update NodeIndex"], index["delete NodeModelStatus"], index["status write"]) == (1, 3, 1)
     for _, _, name in MODELS:
         assert built.status(name) == {"state": "Ready", "nodesReady": ["node-a", "node-b"]}
-    assert {obj["spec"]["node"] for obj in built.index("NodeModelStatus")} == {"node-a", "node-b"}
+    assert {node for obj in built.index("NodeModelStatus") for node in obj["spec"]["nodes"]} == {"node-a", "node-b"}
     assert built.sim.cluster.get(API_VERSION, "NodeIndex", "ome", "node-c")["spec"]["state"] == NODE_GONE
     assert built.states_written() == {"Ready"}
 
 
 def test_a_node_deleted_with_its_configmap_while_the_hook_is_down_disappears_once_it_is_back() -> None:
-    """The index never sees the node gone: its entries and marker go with the ConfigMap
-    while no sync can run. The summary lists it departed, and every model drops it."""
+    """The index never sees the node gone: its NodeIndex goes with the ConfigMap while no
+    sync can run. Its group lists it departed, and every model drops it."""
     built = cluster()
     up = built.hook.inner
     built.hook.inner = lambda path, body: (503, {"error": "restarting"})
@@ -187,7 +219,7 @@ def test_a_node_deleted_with_its_configmap_while_the_hook_is_down_disappears_onc
     built.run(1200)
     for _, _, name in MODELS:
         assert built.status(name) == {"state": "Ready", "nodesReady": ["node-a", "node-b"]}
-    assert built.index("NodeIndexSummary")[0]["spec"]["departed"] == ["node-c"]
+    assert built.sim.cluster.get(API_VERSION, "NodeGroup", "ome", group_of("node-c"))["status"]["departed"] == ["node-c"]
     assert built.states_written() == {"Ready"}
 
 
