@@ -477,8 +477,8 @@ def test_malformed_nodemodelstatus_child_is_refused(mutate: Any, said: str) -> N
 
 
 @pytest.mark.parametrize("status", [{"indexed": A, "gone": []}, {"indexed": [], "gone": [1]}, {"indexed": [], "gone": [], "departed": {}},
-                                    [A], "indexed"],
-                         ids=["indexed-text", "gone-not-names", "departed-map", "status-list", "status-text"])
+                                    [A], [], "indexed"],
+                         ids=["indexed-text", "gone-not-names", "departed-map", "status-list", "status-empty-list", "status-text"])
 def test_malformed_group_status_is_refused_rather_than_forgotten(status: dict[str, Any]) -> None:
     """Forgetting it would drop the departed nodes and un-index every node at once."""
     with pytest.raises(BadRequest, match="status.indexed, status.gone and status.departed must be lists of node names"):

@@ -165,8 +165,13 @@ def node_group_status(indexed: list[str], gone: list[str], departed: tuple[str, 
 
 
 def read_node_group_status(obj: dict[str, Any]) -> NodeSet:
-    """No status yet means no node of the group is known yet (the index is being built)."""
-    status = field(obj, "status")
+    """No status yet means no node of the group is known yet (the index is being built);
+    a status that is not an object is refused, not read as none (that would forget every
+    indexed and departed node at once)."""
+    status = {} if obj.get("status") is None else obj["status"]
+    if not isinstance(status, dict):
+        raise BadRequest(f"{NODE_GROUP} {obj['metadata']['name']!r} status.indexed, status.gone and "
+                         "status.departed must be lists of node names (status is not an object)")
     lists = [status.get("indexed", []), status.get("gone", []), status.get("departed", [])]
     if not all(isinstance(names, list) and all(isinstance(name, str) for name in names) for names in lists):
         raise BadRequest(f"{NODE_GROUP} {obj['metadata']['name']!r} status.indexed, status.gone and "
