@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from hooks.nodes.index_objects import API_VERSION
+from hooks.nodes.decorator import PARENTS
+from hooks.nodes.index_objects import API_VERSION, NODE_GROUP
 from tests import golden
 from tests.metacontroller.feedback import apply
 from tests.schemas import (
@@ -130,12 +131,25 @@ INDEX_CASES = [path for path in CASES if golden.hook_of(path) == "nodes/sync"]
 INDEX_IDS = [path.name.removesuffix(".request.json") for path in INDEX_CASES]
 
 
+def test_there_are_index_fixtures_for_every_parent_kind_and_hook() -> None:
+    index_hooks = [path for path in CASES if golden.hook_of(path).startswith("nodes/")]
+    served = {(golden.hook_of(path), golden.load(path)["parent"]["kind"]) for path in index_hooks}
+    assert served == {(hook, kind) for hook in ("nodes/customize", "nodes/sync") for kind in PARENTS}
+
+
 @pytest.mark.parametrize("request_file", INDEX_CASES, ids=INDEX_IDS)
-def test_index_answer_leaves_the_parent_alone_and_validates_against_the_index_crds(
+def test_index_answer_writes_only_a_groups_status_and_validates_against_the_index_crds(
     request_file: Path, answers: dict[Path, tuple[int, bytes]]
 ) -> None:
+    """Metacontroller must never write the agents' ConfigMaps or the Namespace; a group's
+    status goes through its status subresource, so the CRD must keep all of it."""
+    parent = golden.load(request_file)["parent"]
     body = json.loads(answers[request_file][1])
-    assert body["status"] is None and "labels" not in body and "annotations" not in body
+    assert "labels" not in body and "annotations" not in body
+    if parent["kind"] == NODE_GROUP:
+        assert index_object_errors({**parent, "status": body["status"]}) == []
+    else:
+        assert body["status"] is None
     for attachment in body["attachments"]:
         assert index_object_errors(attachment) == [], attachment["metadata"]["name"]
 
@@ -145,6 +159,8 @@ def test_index_objects_in_saved_requests_are_as_the_crds_store_them(request_file
     """The node flow's and the decorator's requests carry index objects; each must be one
     the API server would have accepted (closed schema: nothing pruned)."""
     request = golden.load(request_file)
+    if request["parent"]["apiVersion"] == API_VERSION:
+        assert index_object_errors(request["parent"]) == [], request["parent"]["metadata"]["name"]
     for section in ("children", "related"):
         for type_key, group in request.get(section, {}).items():
             if type_key.endswith(API_VERSION):
@@ -154,13 +170,15 @@ def test_index_objects_in_saved_requests_are_as_the_crds_store_them(request_file
 
 @pytest.mark.parametrize("request_file", INDEX_CASES, ids=INDEX_IDS)
 def test_index_answer_fed_back_reaches_a_fixpoint(request_file: Path) -> None:
-    """Once Metacontroller has made the attachments, the answer repeats: a Node heartbeat
-    or an unchanged ConfigMap costs no write."""
+    """Once Metacontroller has made the attachments (and written a group's status), the
+    answer repeats: a Node heartbeat or an unchanged ConfigMap costs no write."""
     request: dict[str, Any] = golden.load(request_file)
     test_client = golden.client()
     response = test_client.post("/nodes/sync", json=request).get_json()
     for _ in range(3):
         following = copy.deepcopy(request)
+        if response["status"] is not None:
+            following["parent"]["status"] = response["status"]
         children = following["children"]
         for group in children.values():
             group.clear()
