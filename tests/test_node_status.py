@@ -4,11 +4,23 @@ rules applied to what the node index says about a model."""
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from hooks.nodes.index_objects import node_index_summary, node_model_status
-from hooks.nodes.node_status import read_node_report
+import pytest
+
+from hooks.nodes.index_objects import (
+    API_VERSION,
+    GROUP_NAMES,
+    MODEL_LABEL,
+    group_of,
+    model_label,
+    node_group,
+    node_group_status,
+    node_model_status,
+)
+from hooks.nodes.node_status import customize_rules, read_node_report
 from hooks.nodes.ome_keys import configmap_key, truncate_with_hash
 from hooks.observed import read_model
 
@@ -55,67 +67,123 @@ def test_exactly_at_the_budget_is_not_truncated() -> None:
     assert configmap_key(namespace, name) == f"models.basemodel.{name}"
 
 KEY = "models.basemodel.llama-3.1-8b"
+N1, N2, N3, N4 = "10.0.10.105", "10.0.10.212", "10.0.10.27", "10.0.10.51"
 
 
-def model(status: dict[str, Any] | None = None) -> Any:
+def model(status: dict[str, Any] | None = None, name: str = "llama-3.1-8b", namespace: str = "models") -> Any:
     return read_model({
         "apiVersion": "ome.io/v1beta1", "kind": "BaseModel",
-        "metadata": {"name": "llama-3.1-8b", "namespace": "models", "generation": 1},
+        "metadata": {"name": name, "namespace": namespace, "generation": 1},
         "spec": {"storage": {"storageUri": "hf://meta-llama/Llama-3.1-8B"}},
         "status": status or {},
     })
 
 
-def report(entries: list[tuple[str, str | None]], indexed: list[str] | None, gone: Sequence[str] = (),
-           status: dict[str, Any] | None = None, key: str = KEY) -> Any:
-    objects = [node_model_status("ome", node, key, state) for node, state in entries]
-    summaries = [] if indexed is None else [node_index_summary("ome", indexed, list(gone))]
-    return read_node_report(model(status), objects, summaries, "ome")
+def statuses(entries: Sequence[tuple[str, str | None]], key: str = KEY, namespace: str = "ome") -> list[dict[str, Any]]:
+    """The model's NodeModelStatus objects as the group syncs write them: one per group of nodes."""
+    by_group: dict[str, dict[str, str | None]] = defaultdict(dict)
+    for node_name, state in entries:
+        by_group[group_of(node_name)][node_name] = state
+    return [node_model_status(namespace, name, model_label(key), nodes) for name, nodes in sorted(by_group.items())]
+
+
+def groups(indexed: Sequence[str] = (), gone: Sequence[str] = (), departed: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Every NodeGroup, each with its own nodes' part of the lists."""
+    found = []
+    for name in GROUP_NAMES:
+        obj = node_group("ome", name)
+        mine = [[n for n in names if group_of(n) == name] for names in (indexed, gone, departed)]
+        if any(mine):
+            obj["status"] = node_group_status(mine[0], mine[1], tuple(mine[2]))
+        found.append(obj)
+    return found
+
+
+def report(entries: Sequence[tuple[str, str | None]], indexed: Sequence[str] | None, gone: Sequence[str] = (),
+           status: dict[str, Any] | None = None, key: str = KEY, departed: Sequence[str] = ()) -> Any:
+    known = [] if indexed is None else groups(indexed, gone, departed)
+    return read_node_report(model(status), statuses(entries, key), known, "ome")
+
+
+def test_model_asks_for_its_own_statuses_by_label_and_every_group_by_name() -> None:
+    """By label, so another model's entry never wakes it; the groups by name, so a group's
+    status (changing only when nodes are indexed, go or depart) is all it reads of the others."""
+    assert customize_rules(model(), "ome") == [
+        {"apiVersion": API_VERSION, "resource": "nodemodelstatuses", "namespace": "ome",
+         "labelSelector": {"matchLabels": {MODEL_LABEL: KEY}}},
+        {"apiVersion": API_VERSION, "resource": "nodegroups", "namespace": "ome", "names": list(GROUP_NAMES)},
+    ]
+
+
+def test_model_with_a_long_key_asks_for_the_hash_shortened_label() -> None:
+    long_model = model(name="n" * 200, namespace="team-research-models")
+    (by_label, _) = customize_rules(long_model, "ome")
+    label = by_label["labelSelector"]["matchLabels"][MODEL_LABEL]
+    assert label == model_label(configmap_key("team-research-models", "n" * 200)) and len(label) == 63
 
 
 def test_indexed_nodes_report_their_entries_sorted() -> None:
-    found = report([("n3", "Ready"), ("n1", "Ready"), ("n2", "Failed"), ("n4", "Updating")], ["n1", "n2", "n3", "n4"])
-    assert (found.ready, found.failed, found.holding) == (("n1", "n3"), ("n2",), ("n1", "n2", "n3", "n4"))
+    found = report([(N3, "Ready"), (N1, "Ready"), (N2, "Failed"), (N4, "Updating")], [N1, N2, N3, N4])
+    assert (found.ready, found.failed, found.holding) == ((N1, N3), (N2,), (N1, N2, N3, N4))
+
+
+def test_statuses_of_every_group_are_read_together() -> None:
+    assert len({group_of(n) for n in (N1, N2, N3)}) == 3
+    found = report([(N1, "Ready"), (N2, "Ready"), (N3, "Failed")], [N1, N2, N3])
+    assert (found.ready, found.failed) == ((N1, N2), (N3,))
 
 
 def test_indexed_node_without_an_entry_does_not_hold_the_model() -> None:
-    found = report([], ["n1"], status={"state": "Ready", "nodesReady": ["n1"]})
+    found = report([], [N1], status={"state": "Ready", "nodesReady": [N1]})
     assert (found.ready, found.holding, found.state) == ((), (), "In_Transit")
 
 
 def test_gone_node_is_ignored_even_while_its_entries_are_being_deleted() -> None:
-    found = report([("n1", "Ready"), ("n2", "Ready")], ["n2"], gone=["n1"], status={"nodesReady": ["n1", "n2"]})
-    assert found.ready == ("n2",)
+    found = report([(N1, "Ready"), (N2, "Ready")], [N2], gone=[N1], status={"nodesReady": [N1, N2]})
+    assert found.ready == (N2,)
 
 
 def test_departed_node_is_ignored_although_the_status_listed_it() -> None:
     """Its ConfigMap is gone, so OME reads nothing from it; without an entry the node is not kept."""
-    objects = [node_model_status("ome", "n1", KEY, "Ready")]
-    summaries = [node_index_summary("ome", ["n1"], [], ("n2",))]
-    found = read_node_report(model({"state": "Ready", "nodesReady": ["n1", "n2"]}), objects, summaries, "ome")
-    assert (found.ready, found.holding) == (("n1",), ("n1",))
+    found = report([(N1, "Ready")], [N1], departed=[N2], status={"state": "Ready", "nodesReady": [N1, N2]})
+    assert (found.ready, found.holding) == ((N1,), (N1,))
 
 
 def test_first_install_keeps_a_ready_status_while_the_index_is_built() -> None:
-    """No summary and no entry yet: the model keeps what OME's controller wrote, not In_Transit."""
-    found = report([], None, status={"state": "Ready", "nodesReady": ["n1", "n2"], "nodesFailed": ["n3"]})
-    assert (found.ready, found.failed, found.state) == (("n1", "n2"), ("n3",), "Ready")
+    """No group status and no entry yet: the model keeps what OME's controller wrote, not In_Transit."""
+    found = report([], [], status={"state": "Ready", "nodesReady": [N1, N2], "nodesFailed": [N3]})
+    assert (found.ready, found.failed, found.state) == ((N1, N2), (N3,), "Ready")
+    assert read_node_report(model({"nodesReady": [N1]}), [], [], "ome").ready == (N1,)
 
 
 def test_node_not_indexed_yet_reports_its_entry_when_it_has_one() -> None:
-    found = report([("n2", "Failed")], ["n1"], status={"nodesReady": ["n1", "n2"]})
-    assert (found.ready, found.failed) == ((), ("n2",))
+    found = report([(N2, "Failed")], [N1], status={"nodesReady": [N1, N2]})
+    assert (found.ready, found.failed) == ((), (N2,))
 
 
 def test_entries_of_another_model_are_ignored() -> None:
-    found = report([("n1", "Ready")], ["n1"], key="models.basemodel.other")
+    found = report([(N1, "Ready")], [N1], key="models.basemodel.other")
     assert found.holding == ()
 
 
+def test_entries_outside_omes_namespace_are_ignored() -> None:
+    """Only Metacontroller writes the index, and only in OME's namespace."""
+    found = read_node_report(model(), statuses([(N1, "Ready")], namespace="default"), groups([N1]), "ome")
+    assert found.holding == ()
+
+
+@pytest.mark.parametrize(("name", "namespace"), [("nodes-64", "ome"), ("gpu-nodes", "ome"), (GROUP_NAMES[0], "default")],
+                         ids=["number-out-of-range", "other-name", "other-namespace"])
+def test_group_the_hook_does_not_derive_says_nothing_about_nodes(name: str, namespace: str) -> None:
+    stray = {**node_group(namespace, name), "status": node_group_status([N1], [N2], (N3,))}
+    found = read_node_report(model({"nodesReady": [N1, N2, N3]}), statuses([(N2, "Ready")]), [stray], "ome")
+    assert found.ready == (N1, N2, N3)
+
+
 def test_entry_that_does_not_parse_holds_deletion_back() -> None:
-    found = report([("n1", None)], ["n1"])
-    assert (found.ready, found.failed, found.holding) == ((), (), ("n1",))
+    found = report([(N1, None)], [N1])
+    assert (found.ready, found.failed, found.holding) == ((), (), (N1,))
 
 
 def test_new_model_that_no_node_reports_is_in_transit() -> None:
-    assert report([], ["n1", "n2"]).state == "In_Transit"
+    assert report([], [N1, N2]).state == "In_Transit"
