@@ -24,20 +24,21 @@ import yaml
 from hooks.nodes.index_objects import (
     API_VERSION,
     GROUP,
+    GROUP_LABEL,
+    GROUPS_PARENT_LABEL,
     INDEXED,
-    MODEL_LABEL,
     NODE_GONE,
+    NODE_GROUP,
     NODE_INDEX,
-    NODE_INDEX_SUMMARY,
     NODE_MODEL_STATUS,
     RESOURCES,
-    SUMMARY_PARENT_LABEL,
-    node_index_marker,
-    node_index_summary,
+    node_group,
+    node_group_status,
+    node_index,
     node_model_status,
 )
 from hooks.nodes.ome_keys import STATUS_LABEL
-from tests import dockerfile
+from tests import dockerfile, golden
 from tests.kustomize import readme_kustomization, render, write_overlay
 from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
 
@@ -284,7 +285,7 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
             ("CompositeController", "ome-clusterbasemodels"),
             ("CustomResourceDefinition", "nodemodelstatuses.ome-basemodel-hook.ome.io"),
             ("CustomResourceDefinition", "nodeindexes.ome-basemodel-hook.ome.io"),
-            ("CustomResourceDefinition", "nodeindexsummaries.ome-basemodel-hook.ome.io"),
+            ("CustomResourceDefinition", "nodegroups.ome-basemodel-hook.ome.io"),
             ("DecoratorController", "ome-node-index"),
         ]
     )
@@ -404,7 +405,8 @@ def test_compositecontroller_calls_the_hook_service_with_v2_strict_and_a_timeout
 # --------------------------------------------------------------------------
 
 DECORATOR_CRD = UPSTREAM_CRDS / "metacontroller.k8s.io_decoratorcontrollers.yaml"
-INDEX_KINDS = (NODE_MODEL_STATUS, NODE_INDEX, NODE_INDEX_SUMMARY)
+INDEX_KINDS = (NODE_INDEX, NODE_GROUP, NODE_MODEL_STATUS)
+STORED_INDEX = golden.FIXTURES / "nodes" / "sync" / "group-observed-children-marks-indexed.request.json"
 
 
 @pytest.fixture(scope="module")
@@ -426,18 +428,22 @@ def test_decoratorcontroller_hooks_validate_as_metacontroller_hooks(decorator, c
         assert errors_of(hook_schema, hook) == [], name
 
 
-def test_decoratorcontroller_decorates_the_agents_configmaps_and_the_hook_namespace(decorator, rendered):
+def test_decoratorcontroller_decorates_the_agents_configmaps_the_hook_namespace_and_the_groups(decorator, rendered):
+    """Every NodeGroup is a parent (no selector): the hook answers nothing for one it did not derive."""
     resources = decorator["spec"]["resources"]
     assert resources == [
         {"apiVersion": "v1", "resource": "configmaps", "labelSelector": {"matchLabels": {STATUS_LABEL: "true"}}},
-        {"apiVersion": "v1", "resource": "namespaces", "labelSelector": {"matchLabels": {SUMMARY_PARENT_LABEL: "true"}}},
+        {"apiVersion": "v1", "resource": "namespaces", "labelSelector": {"matchLabels": {GROUPS_PARENT_LABEL: "true"}}},
+        {"apiVersion": API_VERSION, "resource": RESOURCES[NODE_GROUP]},
     ]
     namespace = one(rendered, "Namespace", HOOK_NS)
-    assert matches(resources[1]["labelSelector"], namespace["metadata"]["labels"])
-    assert [o for o in rendered if o["kind"] == "Namespace" and matches(resources[1]["labelSelector"], o["metadata"].get("labels", {}))] == [namespace]
+    selected = [o for o in rendered if o["kind"] == "Namespace" and matches(resources[1]["labelSelector"], o["metadata"].get("labels", {}))]
+    assert selected == [namespace]
 
 
-def test_decoratorcontroller_attaches_the_index_kinds_in_place(decorator, our_crds):
+def test_decoratorcontroller_attaches_the_index_kinds_in_place(decorator):
+    """InPlace: a status changes by one update (one model woken), never by delete and create,
+    which would leave a moment without it."""
     attachments = decorator["spec"]["attachments"]
     assert [(a["apiVersion"], a["resource"]) for a in attachments] == [(API_VERSION, RESOURCES[kind]) for kind in INDEX_KINDS]
     for attachment in attachments:
@@ -473,20 +479,73 @@ def test_index_crd_is_namespaced_structural_closed_and_matches_the_hook(our_crds
         assert "type" in node, f"{path} has no type (not structural)"
 
 
-def test_nodemodelstatus_columns_show_where_a_model_is(our_crds):
-    """`kubectl get -n ome nms -l <model label>` lists the nodes holding the model and what they say."""
+def test_only_the_group_crd_has_a_status_subresource(our_crds):
+    """A group's status is the hook's answer, written through the subresource; the
+    NodeIndex and NodeModelStatus are attachments whose spec is all there is."""
+    with_status = {kind for kind in INDEX_KINDS if "status" in our_crds[kind]["spec"]["versions"][0].get("subresources", {})}
+    assert with_status == {NODE_GROUP}
+
+
+def resolve(obj, json_path):
+    """The value a printer column's simple JSONPath (``.a.b``, ``\\.`` in keys, ``[n]``) picks, or None."""
+    value = obj
+    for part in re.split(r"(?<!\\)\.", json_path.removeprefix(".")):
+        name, _, index = part.replace("\\.", ".").partition("[")
+        value = value.get(name) if isinstance(value, dict) else None
+        if index:
+            position = int(index.rstrip("]"))
+            value = value[position] if isinstance(value, list) and len(value) > position else None
+    return value
+
+
+def stored_index_objects():
+    """The index's objects as the API server stores them, from a saved group sync."""
+    request = golden.load(STORED_INDEX)
+    objects = [request["parent"]]
+    for section in ("children", "related"):
+        for group in request[section].values():
+            objects += group.values()
+    return objects
+
+
+@pytest.mark.parametrize("kind", INDEX_KINDS)
+def test_index_printer_columns_pick_a_value_from_stored_objects(our_crds, kind):
+    """A mistyped jsonPath prints an empty column without any error from the API server."""
+    objects = [o for o in stored_index_objects() if o["kind"] == kind]
+    assert objects, f"{STORED_INDEX.name} holds no {kind}"
+    (version,) = our_crds[kind]["spec"]["versions"]
+    columns = version["additionalPrinterColumns"]
+    assert columns[-1] == {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    for column in columns:
+        assert any(resolve(o, column["jsonPath"]) is not None for o in objects), column
+
+
+def test_printer_column_resolver_misses_a_mistyped_path():
+    obj = {"metadata": {"labels": {GROUP_LABEL: "nodes-12"}, "ownerReferences": [{"name": "nodes-12"}]}}
+    assert resolve(obj, ".metadata.labels." + GROUP_LABEL.replace(".", "\\.")) == "nodes-12"
+    assert resolve(obj, ".metadata.ownerReferences[0].name") == "nodes-12"
+    assert resolve(obj, ".metadata.labels." + GROUP_LABEL) is None
+    assert resolve(obj, ".metadata.ownerReferences[1].name") is None
+
+
+def test_nodemodelstatus_columns_show_a_models_nodes_and_their_group(our_crds):
+    """`kubectl get -n ome nms -l <model label>` lists, group by group, the nodes holding the model."""
     (version,) = our_crds[NODE_MODEL_STATUS]["spec"]["versions"]
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
-    label_path = ".metadata.labels." + MODEL_LABEL.replace(".", "\\.")
-    assert columns == {"Node": ".spec.node", "Model": label_path, "Status": ".spec.status", "Age": ".metadata.creationTimestamp"}
+    assert columns == {"Model": ".metadata.labels.ome-basemodel-hook\\.ome\\.io/model", "Group": ".metadata.ownerReferences[0].name",
+                       "Nodes": ".spec.nodes", "Unreadable": ".spec.unreadable", "Age": ".metadata.creationTimestamp"}
 
 
 def test_index_objects_the_hook_builds_validate_against_the_crds(our_crds):
     samples = {
-        NODE_MODEL_STATUS: [node_model_status("ome", "10.0.10.105", "models.basemodel.llama", "Ready"),
-                            node_model_status("ome", "10.0.10.105", "models.basemodel.broken", None)],
-        NODE_INDEX: [node_index_marker("ome", "10.0.10.105", INDEXED), node_index_marker("ome", "10.0.10.212", NODE_GONE)],
-        NODE_INDEX_SUMMARY: [node_index_summary("ome", ["10.0.10.105"], ["10.0.10.212"])],
+        NODE_INDEX: [node_index("ome", "10.0.10.105", INDEXED, {"models.basemodel.llama": "Ready", "models.basemodel.broken": None}),
+                     node_index("ome", "10.0.10.105", INDEXED, {}),
+                     node_index("ome", "10.0.10.212", NODE_GONE, {})],
+        NODE_GROUP: [node_group("ome", "nodes-12"),
+                     {**node_group("ome", "nodes-12"), "status": node_group_status([], [])},
+                     {**node_group("ome", "nodes-12"), "status": node_group_status(["10.0.10.105"], ["10.0.10.250"], ("10.0.10.90",))}],
+        NODE_MODEL_STATUS: [node_model_status("ome", "nodes-12", "models.basemodel.llama", {"10.0.10.105": "Ready", "10.0.10.51": None}),
+                            node_model_status("ome", "nodes-12", "models.basemodel.broken", {"10.0.10.51": None})],
     }
     for kind, objects in samples.items():
         for obj in objects:
@@ -494,10 +553,17 @@ def test_index_objects_the_hook_builds_validate_against_the_crds(our_crds):
 
 
 def test_index_crd_rejects_what_the_hook_never_writes(our_crds):
-    marker = node_index_marker("ome", "10.0.10.105", INDEXED)
-    assert errors_of(crd_schema(our_crds[NODE_INDEX]), {**marker, "spec": {**marker["spec"], "state": "Maybe"}})
-    entry = node_model_status("ome", "10.0.10.105", "models.basemodel.llama", "Ready")
+    index = node_index("ome", "10.0.10.105", INDEXED, {})
+    assert errors_of(crd_schema(our_crds[NODE_INDEX]), {**index, "spec": {**index["spec"], "state": "Maybe"}})
+    assert errors_of(crd_schema(our_crds[NODE_INDEX]), {**index, "spec": {"state": INDEXED}})
+    entry = node_model_status("ome", "nodes-12", "models.basemodel.llama", {"10.0.10.105": "Ready"})
     assert any("copied" in e for e in errors_of(crd_schema(our_crds[NODE_MODEL_STATUS]), {**entry, "spec": {**entry["spec"], "copied": {}}}))
+    assert errors_of(crd_schema(our_crds[NODE_MODEL_STATUS]), {**entry, "spec": {"nodes": {"10.0.10.105": 1}}})
+    group = node_group("ome", "nodes-12")
+    assert errors_of(crd_schema(our_crds[NODE_GROUP]), {**group, "spec": {"nodes": []}})
+    assert errors_of(crd_schema(our_crds[NODE_GROUP]), {**group, "status": {"indexed": []}})
+    assert any("summary" in e for e in errors_of(crd_schema(our_crds[NODE_GROUP]),
+                                                 {**group, "status": {**node_group_status([], []), "summary": "x"}}))
 
 
 # --------------------------------------------------------------------------
@@ -922,7 +988,7 @@ def test_metacontroller_holds_what_the_job_roles_grant_so_it_may_create_them(
 
 
 def test_metacontroller_clusterrole_covers_parents_children_and_related(
-    metacontroller_role, controllers, decorator
+    metacontroller_role, controllers, decorator, our_crds
 ):
     rules = metacontroller_role["rules"]
     needed = []
@@ -949,7 +1015,13 @@ def test_metacontroller_clusterrole_covers_parents_children_and_related(
     for attachment in decorator["spec"]["attachments"]:
         needed += [(group_of(attachment["apiVersion"]), attachment["resource"], v)
                    for v in ("get", "list", "watch", "create", "update", "patch", "delete")]
-    needed += [("", f"{parent['resource']}/finalizers", "update") for parent in decorator["spec"]["resources"]]
+    for parent in decorator["spec"]["resources"]:
+        group = group_of(parent["apiVersion"])
+        needed += [(group, parent["resource"], v) for v in ("list", "watch")]
+        needed += [(group, f"{parent['resource']}/finalizers", "update")]
+        if any(crd["spec"]["names"]["plural"] == parent["resource"] and "status" in crd["spec"]["versions"][0].get("subresources", {})
+               for crd in our_crds.values()):
+            needed += [(group, parent["resource"], "get")] + [(group, f"{parent['resource']}/status", v) for v in ("get", "update", "patch")]
     missing = [n for n in needed if not allows(rules, *n)]
     assert not missing, missing
 
