@@ -316,7 +316,7 @@ ANSWERED_IN_FRONT: dict[str, dict[str, Any]] = {
     "customize": {"path": "/customize", "data": (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()},
     "finalize": {"path": "/finalize", "data": (golden.FIXTURES / "finalize" / "basemodel-pvc-children-gone.request.json").read_bytes()},
     "nodes-customize": {"path": "/nodes/customize", "data": (golden.FIXTURES / "nodes" / "customize" / "configmap-of-a-node.request.json").read_bytes()},
-    "nodes-sync": {"path": "/nodes/sync", "data": (golden.FIXTURES / "nodes" / "sync" / "configmap-entries-observed-adds-indexed-marker.request.json").read_bytes()},
+    "nodes-sync": {"path": "/nodes/sync", "data": (golden.FIXTURES / "nodes" / "sync" / "group-observed-children-marks-indexed.request.json").read_bytes()},
     "chunked": {"data": FIXTURE_BODY, "chunked": True},
     "query-string": {"path": "/sync?watch=1", "data": FIXTURE_BODY},
     "empty": {"data": b""},
