@@ -62,7 +62,7 @@ from hooks.sync import sync
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 MODEL_FIXTURE = FIXTURES / "sync" / "basemodel-hf-ready-on-some-nodes.request.json"
-NODE_FIXTURE = FIXTURES / "nodes" / "sync" / "configmap-first-sync-asks-for-entries.request.json"
+NODE_FIXTURE = FIXTURES / "nodes" / "sync" / "configmap-first-sync-indexes-the-node.request.json"
 BASELINE = "12624f6"  # the last commit whose node flow read every ConfigMap and every Node
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
 CREATED = "2026-11-30T11:30:00Z"
