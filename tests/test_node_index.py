@@ -467,7 +467,9 @@ def test_malformed_nodeindex_is_refused_rather_than_dropped(mutate: Any, said: s
     (lambda obj: obj["metadata"].pop("labels"), f"has no {MODEL_LABEL} label"),
     (lambda obj: obj["spec"].update(nodes=[A]), "spec.nodes must be a map of strings"),
     (lambda obj: obj["spec"].update(unreadable={A: None}), "spec.unreadable must be a list of strings"),
-], ids=["no-model-label", "nodes-list", "unreadable-map"])
+    (lambda obj: obj["spec"].pop("nodes"), "has no spec.nodes"),
+    (lambda obj: obj.update(spec=[A]), "has no spec.nodes"),
+], ids=["no-model-label", "nodes-list", "unreadable-map", "no-nodes", "spec-list"])
 def test_malformed_nodemodelstatus_child_is_refused(mutate: Any, said: str) -> None:
     """Its label and statuses decide whether the node is indexed."""
     child = node_model_status("ome", GROUP, LLAMA, {A: "Ready"})

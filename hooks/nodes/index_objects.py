@@ -213,4 +213,7 @@ def read_node_model_status(obj: dict[str, Any]) -> tuple[str, dict[str, str | No
     label = text(field(obj["metadata"], "labels"), MODEL_LABEL)
     if not label:
         raise BadRequest(f"{NODE_MODEL_STATUS} {name!r} has no {MODEL_LABEL} label")
-    return label, _read_statuses(field(obj, "spec"), "nodes", NODE_MODEL_STATUS, name)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or "nodes" not in spec:
+        raise BadRequest(f"{NODE_MODEL_STATUS} {name!r} has no spec.nodes")
+    return label, _read_statuses(spec, "nodes", NODE_MODEL_STATUS, name)
