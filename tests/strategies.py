@@ -3,9 +3,10 @@
 A request is drawn in two steps. First a consistent one: a parent, the children this hook
 would have built for it (Jobs of several attempts in every state, their ServiceAccount and
 RBAC, as the API server returns them), and the related objects its customize answer asked
-for (the PVC and the Jobs' pods, or the node flow's index entries and summary). Then, often, a
-few places of it are damaged: a value swapped for one of another type, a huge or unicode
-string or a deep nest, a key removed, or a label, namespace or kind tampered with.
+for (the PVC and the Jobs' pods, or the node flow's index: the model's statuses and the
+groups). Then, often, a few places of it are damaged: a value swapped for one of another
+type, a huge or unicode string or a deep nest, a key removed, or a label, namespace or
+kind tampered with.
 """
 
 from __future__ import annotations
@@ -17,7 +18,16 @@ from typing import Any, Callable
 
 from hypothesis import HealthCheck, settings as hypothesis_settings, strategies as st
 
-from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES, node_index_summary, node_model_status
+from hooks.nodes.index_objects import (
+    GROUP_NAMES,
+    NODE_GROUPS,
+    NODE_MODEL_STATUSES,
+    group_of,
+    model_label,
+    node_group,
+    node_group_status,
+    node_model_status,
+)
 from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, configmap_key
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
@@ -31,9 +41,10 @@ from hooks.observed import (
     Model,
 )
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, job_name, model_labels
-from hooks.pvc.storage_uri import PVCLocation, StorageURIError, parse_pvc_uri
+from hooks.pvc.storage_uri import PVCLocation, StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from tests import golden
+from tests.metacontroller import manifests
 from tests.metacontroller.cluster import Clock, Cluster
 from tests.metacontroller.decorator import DECORATOR_ANNOTATION
 from tests.metacontroller.manage_children import LAST_APPLIED, MANAGER, controller_ref
@@ -49,6 +60,7 @@ BOUNDED = hypothesis_settings(
 """How every property runs: the same examples on every run, in a few seconds, whatever the machine's speed."""
 SETTINGS = (Settings(), Settings(max_attempts=2, agent_image="registry.example.com/ome-agent:v0.1.6"))
 OME_NAMESPACE = "ome"
+INDEX_CONTROLLER = "ome-node-index"
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 
@@ -84,6 +96,9 @@ NAMES = st.one_of(
     st.from_regex(r"[a-z0-9]([-a-z0-9]{0,14}[a-z0-9])?(\.[a-z0-9]{1,6})?", fullmatch=True),
 )
 NAMESPACES = st.sampled_from(["models", "team-a", "n" * 63])
+INDEX_NODES = ("node-a", "node-b", "node-c", "gpu-node-7", "10.0.10.105", "node-new")
+INDEX_STATUSES = st.sampled_from([ENTRY_READY, ENTRY_FAILED, ENTRY_DELETED, "Updating", None])
+OTHER_MODEL_LABEL = "models.basemodel.another-model"
 PVC_NAMES = st.sampled_from(["model-storage", "store.v2", "Bad_Name", ""])
 SUB_PATHS = st.sampled_from(["models/llama", "models/llama/", "模型/llama", "/abs", "a/../b", "a//b", "", "x" * 3000])
 TIMES = st.sampled_from(
@@ -137,14 +152,18 @@ def _record(draw: Draw, model: Model) -> dict[str, Any]:
     return record
 
 
+NODE_FLOW_URIS = st.sampled_from(["hf://meta-llama/Llama-3.1-8B", "oci://registry/model:1", "s3://bucket/llama"])
+
+
 @st.composite
-def parents(draw: Draw) -> tuple[dict[str, Any], Model]:
-    """A BaseModel or ClusterBaseModel as the API server stores it, and how the hook reads it."""
+def parents(draw: Draw, node_flow: bool = False) -> tuple[dict[str, Any], Model]:
+    """A BaseModel or ClusterBaseModel as the API server stores it, and how the hook reads
+    it; with ``node_flow``, one whose model the agents download to the nodes."""
     cluster = draw(st.booleans())
     kind = "ClusterBaseModel" if cluster else "BaseModel"
     name = draw(NAMES)
     namespace = None if cluster else draw(NAMESPACES)
-    uri = draw(storage_uris(namespace))
+    uri = draw(NODE_FLOW_URIS if node_flow else storage_uris(namespace))
     spec: dict[str, Any] = {"storage": {"storageUri": uri}, "modelFormat": {"name": "safetensors"}}
     if sometimes(draw, 4):
         spec.update(modelType="llama", modelArchitecture="LlamaForCausalLM", modelParameterSize="8.03B")
@@ -168,6 +187,10 @@ def parents(draw: Draw) -> tuple[dict[str, Any], Model]:
              "message": "earlier", "lastTransitionTime": draw(TIMES), "observedGeneration": generation}
             for kind in ("StorageReady", "MetadataReady", "Ready")
         ]
+        if not is_pvc_uri(uri):
+            ready = draw(st.lists(st.sampled_from(INDEX_NODES), unique=True, max_size=3))
+            failed = [node for node in draw(st.lists(st.sampled_from(INDEX_NODES), unique=True, max_size=2)) if node not in ready]
+            status |= {key: sorted(nodes) for key, nodes in (("nodesReady", ready), ("nodesFailed", failed)) if nodes}
     if sometimes(draw, 5):
         status["lifecycle"] = "Deprecated"
     parent = {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": metadata, "spec": spec, "status": status}
@@ -271,29 +294,41 @@ def pvcs(draw: Draw, location: PVCLocation) -> dict[str, Any]:
     return pvc
 
 
-def node_groups(draw: Draw, model: Model) -> dict[str, dict[str, Any]]:
-    """The node flow's related objects: the model's entries in the node index and the
-    index's summary (absent while the index is being built).
+def _installed_groups(api: Cluster) -> dict[str, dict[str, Any]]:
+    """The 64 groups as the DecoratorController attached them to the hook's Namespace."""
+    (namespace,) = manifests("namespace.yaml")
+    holder = api.create(copy.deepcopy(namespace))
+    return {name: created(api, node_group(OME_NAMESPACE, name), holder, decorator=INDEX_CONTROLLER)
+            for name in GROUP_NAMES}
+
+
+def node_index_related(draw: Draw, model: Model) -> dict[str, dict[str, Any]]:
+    """The node flow's related objects: the model's ``NodeModelStatus`` of each group
+    holding it (sometimes one of another model, which a real selector would not send),
+    and the 64 ``NodeGroup`` objects, each with the status its own sync wrote (none yet
+    while the index is being built).
 
     The one place that knows their shape, so a redesign of the node flow changes only this."""
-    nodes = draw(st.lists(st.sampled_from(["node-a", "node-b", "node-c", "gpu-node-7"]), unique=True, max_size=3))
-    key = configmap_key(model.namespace, model.name)
-    entries = {}
+    api = Cluster(Clock(NOW - timedelta(minutes=1)))
+    groups = _installed_groups(api)
+    nodes = draw(st.lists(st.sampled_from(INDEX_NODES), unique=True, max_size=4))
+    label = model_label(configmap_key(model.namespace, model.name))
+    by_group: dict[str, dict[str, dict[str, str | None]]] = {}
     for node in nodes:
-        status = draw(st.sampled_from([ENTRY_READY, ENTRY_FAILED, ENTRY_DELETED, "Updating", None]))
-        entry = node_model_status(OME_NAMESPACE, node, key, status)
-        entry["metadata"].update(uid="1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", resourceVersion="600001")
-        entries[f"{OME_NAMESPACE}/{entry['metadata']['name']}"] = entry
-    summaries = {}
+        chosen = OTHER_MODEL_LABEL if sometimes(draw, 8) else label
+        by_group.setdefault(group_of(node), {}).setdefault(chosen, {})[node] = draw(INDEX_STATUSES)
+    entries = [created(api, node_model_status(OME_NAMESPACE, group, chosen, statuses), groups[group], decorator=INDEX_CONTROLLER)
+               for group, labels in sorted(by_group.items()) for chosen, statuses in sorted(labels.items())]
     if draw(st.booleans()):
-        known = ["node-a", "node-b", "node-c", "gpu-node-7", "node-new"]
-        indexed = draw(st.lists(st.sampled_from(known), unique=True))
-        gone = draw(st.lists(st.sampled_from(known), unique=True).map(lambda names: [n for n in names if n not in indexed]))
-        departed = draw(st.lists(st.sampled_from(known), unique=True).map(lambda names: tuple(n for n in names if n not in {*indexed, *gone})))
-        summary = node_index_summary(OME_NAMESPACE, indexed, gone, departed)
-        summary["metadata"].update(uid="2d3e4f5a-6b7c-4d8e-9f0a-1b2c3d4e5f6a", resourceVersion="600002")
-        summaries[f"{OME_NAMESPACE}/{summary['metadata']['name']}"] = summary
-    return {NODE_MODEL_STATUSES: entries, NODE_INDEX_SUMMARIES: summaries}
+        states = {node: draw(st.sampled_from(["indexed", "gone", "departed", "unknown"])) for node in INDEX_NODES}
+        for name in sorted({group_of(node) for node in INDEX_NODES}):
+            members = [node for node in INDEX_NODES if group_of(node) == name]
+            status = node_group_status([node for node in members if states[node] == "indexed"],
+                                       [node for node in members if states[node] == "gone"],
+                                       tuple(node for node in members if states[node] == "departed"))
+            groups[name] = api.update_status({**groups[name], "status": status})
+    return {NODE_MODEL_STATUSES: {f"{OME_NAMESPACE}/{obj['metadata']['name']}": obj for obj in entries},
+            NODE_GROUPS: {f"{OME_NAMESPACE}/{name}": obj for name, obj in groups.items()}}
 
 
 def _key(obj: dict[str, Any], by_name: bool) -> str:
@@ -324,10 +359,11 @@ def _location(model: Model) -> PVCLocation | None:
 
 
 @st.composite
-def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
-    """A sync request a real Metacontroller could send, and the settings the hook runs with."""
+def consistent_requests(draw: Draw, node_flow: bool = False) -> tuple[dict[str, Any], Settings]:
+    """A sync request a real Metacontroller could send, and the settings the hook runs with
+    (with ``node_flow``, about a model of the node flow)."""
     settings = draw(st.sampled_from(SETTINGS))
-    parent, model = draw(parents())
+    parent, model = draw(parents(node_flow))
     cluster = model.cluster_scoped
     by_name = not cluster and draw(st.booleans())
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if cluster else (ROLES, ROLE_BINDINGS)
@@ -358,7 +394,7 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
         pods = [draw(pods_of(job, model)) for job in jobs if draw(st.booleans())]
         related[PODS] = {_key(pod, by_name): pod for pod in pods}
     elif not model.storage_uri.startswith("pvc://"):
-        related = node_groups(draw, model)
+        related = node_index_related(draw, model)
     request = {
         "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
                        "metadata": {"name": "clusterbasemodels" if cluster else "basemodels"}},
