@@ -1,11 +1,13 @@
 """Hypothesis strategies for the node index's DecoratorController: its requests, valid and damaged.
 
-Two parents, as Metacontroller sends them: an OME model agent's ConfigMap (its data in
-OME's key format, entries of every status and shape), with its Node when the Node still
-exists and the attachments an earlier answer left (as the API server returns them); and
-the hook's own Namespace, with every node's ``NodeIndex`` marker. Then, half the time,
-the request is damaged by ``tests.strategies.damaged``. The agents' side of a whole
-cluster (``agent_worlds``) feeds the test tying the index to OME's own rules.
+Three parents, as Metacontroller sends them, each with the attachments an earlier answer
+left (as the API server returns them): an OME model agent's ConfigMap (its data in OME's
+key format, entries of every status and shape), with its Node when the Node still exists;
+the hook's own Namespace (or another one), holding the 64 groups; and a ``NodeGroup``
+with the ``NodeIndex`` of each of its nodes (sometimes one that is not its own) and the
+status its last sync wrote. Then, half the time, the request is damaged by
+``tests.strategies.damaged``. The agents' side of a whole cluster (``agent_worlds``)
+feeds the test tying the index to OME's own rules.
 """
 
 from __future__ import annotations
@@ -14,18 +16,24 @@ import copy
 import json
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from hypothesis import strategies as st
 
 from hooks.nodes.index_objects import (
+    GROUP_NAMES,
     INDEXED,
+    MAX_DEPARTED,
     NODE_GONE,
-    NODE_INDEX_SUMMARIES,
+    NODE_GROUPS,
     NODE_INDEXES,
     NODE_MODEL_STATUSES,
-    node_index_marker,
-    node_index_summary,
+    group_of,
+    model_label,
+    node_group,
+    node_group_status,
+    node_index,
     node_model_status,
 )
 from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, STATUS_LABEL, configmap_key
@@ -127,19 +135,35 @@ def _keyed(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _request(parent: dict[str, Any], children: dict[str, list[dict[str, Any]]], related: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The sync request as the DecoratorController sends it with hook version v2: every
     declared attachment type, every type a customize rule asked for, even when empty."""
-    groups = {type_key: [] for type_key in (NODE_MODEL_STATUSES, NODE_INDEXES, NODE_INDEX_SUMMARIES)} | children
+    groups = {type_key: [] for type_key in (NODE_INDEXES, NODE_GROUPS, NODE_MODEL_STATUSES)} | children
     return {"controller": DECORATOR, "parent": parent,
             "children": {type_key: _keyed(objects) for type_key, objects in groups.items()},
             "related": {type_key: _keyed(objects) for type_key, objects in related.items()}, "finalizing": False}
 
 
+def attached(api: Cluster, objects: list[dict[str, Any]], parent: dict[str, Any]) -> list[dict[str, Any]]:
+    """Attachments as the API server returns them once the DecoratorController created them."""
+    return [created(api, obj, parent, decorator=DECORATOR["metadata"]["name"]) for obj in objects]
+
+
+def _cluster() -> Cluster:
+    return Cluster(Clock(NOW - timedelta(minutes=1)))
+
+
+@st.composite
+def node_models(draw: Draw) -> dict[str, str | None]:
+    """What a node's ``NodeIndex`` holds: a status by model key, None for an unreadable entry."""
+    keys = draw(st.lists(model_keys(), unique=True, max_size=4))
+    return {key: draw(st.one_of(st.none(), ENTRY_STATUSES.filter(lambda status: status != ENTRY_DELETED))) for key in keys}
+
+
 @st.composite
 def configmap_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
-    """One node's ConfigMap, its Node unless deleted, and what an earlier answer attached
-    (entries of older statuses, of keys since removed, the marker in either state)."""
+    """One node's ConfigMap, its Node unless deleted, and the ``NodeIndex`` an earlier
+    answer attached (of older statuses, keys since removed, or the other state)."""
     settings = draw(st.sampled_from(SETTINGS))
     ome = settings.ome_namespace
-    api = Cluster(Clock(NOW - timedelta(minutes=1)))
+    api = _cluster()
     node = draw(NODE_NAMES)
     keys = draw(st.lists(model_keys(), unique=True, max_size=4))
     data = {key: draw(entries(key)) for key in keys}
@@ -148,43 +172,106 @@ def configmap_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
     configmap = agent_configmap(api, node, data, draw(st.sampled_from(["kube-system", ome])) if foreign else ome,
                                 labelled=not (foreign and draw(st.booleans())))
     nodes = [] if sometimes(draw, 4) else [node_object(api, node)]
-    earlier = draw(st.lists(st.sampled_from([*keys, "models.basemodel.removed-model"]), unique=True))
-    attached = [node_model_status(ome, node, key, draw(st.one_of(st.none(), ENTRY_STATUSES))) for key in earlier]
-    marker = draw(st.sampled_from([None, INDEXED, NODE_GONE]))
-    markers = [] if marker is None else [node_index_marker(ome, node, marker)]
-    children = {type_key: [created(api, obj, configmap, decorator=DECORATOR["metadata"]["name"]) for obj in objects]
-                for type_key, objects in ((NODE_MODEL_STATUSES, attached), (NODE_INDEXES, markers))}
-    return _request(configmap, children, {NODES: nodes}), settings
+    earlier = []
+    if draw(st.booleans()):
+        state = draw(st.sampled_from([INDEXED, NODE_GONE]))
+        earlier = [node_index(ome, node, state, draw(node_models()) if state == INDEXED else {})]
+    return _request(configmap, {NODE_INDEXES: attached(api, earlier, configmap)}, {NODES: nodes}), settings
+
+
+def hook_namespace(api: Cluster, holder: bool = True) -> dict[str, Any]:
+    """The hook's Namespace as installed, or (``holder`` False) one of the others Metacontroller knows."""
+    namespace = copy.deepcopy(HOOK_NAMESPACE)
+    if not holder:
+        namespace["metadata"] = {"name": "default", "labels": {"kubernetes.io/metadata.name": "default"}}
+    return api.create(namespace)
 
 
 @st.composite
-def summary_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
-    """The hook's Namespace (or another one Metacontroller asks about), every node's marker
-    and the summary an earlier answer attached."""
+def namespace_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
+    """The hook's Namespace (or another one Metacontroller asks about) and the groups an
+    earlier answer attached, some with the status their own sync wrote."""
+    settings = draw(st.sampled_from(SETTINGS))
+    api = _cluster()
+    parent = hook_namespace(api, holder=not sometimes(draw, 6))
+    names = draw(st.sampled_from([GROUP_NAMES, GROUP_NAMES[:3], ()]))
+    groups = attached(api, [node_group(settings.ome_namespace, name) for name in names], parent)
+    for position in draw(st.lists(st.integers(0, len(groups) - 1), unique=True, max_size=2)) if groups else []:
+        member = members(groups[position]["metadata"]["name"])[0]
+        groups[position] = api.update_status({**groups[position], "status": node_group_status([member], [])})
+    return _request(parent, {NODE_GROUPS: groups}, {}), settings
+
+
+@lru_cache(maxsize=None)
+def _members() -> dict[str, tuple[str, ...]]:
+    """Node names by group, a few per group (names as clusters have them: IPs and pool names)."""
+    found: dict[str, list[str]] = {name: [] for name in GROUP_NAMES}
+    for number in range(4096):
+        for node in (f"10.0.{number // 256}.{number % 256}", f"gpu-pool-{number}"):
+            found[group_of(node)].append(node)
+    return {name: tuple(nodes[:6]) for name, nodes in found.items()}
+
+
+def members(group: str) -> tuple[str, ...]:
+    """Six nodes that hash to ``group``."""
+    return _members()[group]
+
+
+NODE_STATES = st.sampled_from(["indexed", "gone", "departed", "unknown"])
+
+
+@st.composite
+def group_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
+    """A ``NodeGroup`` (sometimes one the hook did not derive) with the ``NodeIndex`` of
+    some of its nodes (sometimes one of another group or namespace), the status its last
+    sync wrote (nodes indexed, gone, departed, up to the cap), and the ``NodeModelStatus``
+    objects it attached, some reflecting the indexes, some stale."""
     settings = draw(st.sampled_from(SETTINGS))
     ome = settings.ome_namespace
-    api = Cluster(Clock(NOW - timedelta(minutes=1)))
-    namespace = copy.deepcopy(HOOK_NAMESPACE)
+    api = _cluster()
+    holder = hook_namespace(api)
+    name = draw(st.sampled_from(GROUP_NAMES))
+    own = members(name)
+    group = node_group(ome, name)
+    if sometimes(draw, 8):
+        group["metadata"] = draw(st.sampled_from([{"name": "nodes-64", "namespace": ome}, {"name": name, "namespace": "kube-system"}]))
+    parent = created(api, group, holder, decorator=DECORATOR["metadata"]["name"])
+    stranger = members(GROUP_NAMES[(GROUP_NAMES.index(name) + 1) % len(GROUP_NAMES)])[0]
+    indexes = []
+    for node in draw(st.lists(st.sampled_from(own[:5]), unique=True, max_size=4)):
+        state = NODE_GONE if sometimes(draw, 4) else INDEXED
+        indexes.append(created(api, node_index(ome, node, state, draw(node_models()) if state == INDEXED else {}),
+                               agent_configmap(api, node, {}, ome), decorator=DECORATOR["metadata"]["name"]))
     if sometimes(draw, 6):
-        namespace["metadata"] = {"name": "default", "labels": {"kubernetes.io/metadata.name": "default"}}
-    parent = api.create(namespace)
-    markers = []
-    for node in draw(st.lists(NODE_NAMES, unique=True, max_size=4)):
-        owner = agent_configmap(api, node, {}, ome)
-        markers.append(created(api, node_index_marker(ome, node, draw(st.sampled_from([INDEXED, NODE_GONE]))), owner,
-                               decorator=DECORATOR["metadata"]["name"]))
-    earlier = []
+        odd = node_index(ome, stranger, INDEXED, {configmap_key(None, "mistral-7b"): ENTRY_READY})
+        odd["metadata"]["labels"] = {**odd["metadata"]["labels"], **dict.fromkeys(odd["metadata"]["labels"], name)}
+        if draw(st.booleans()):
+            odd = node_index("kube-system", own[0], INDEXED, {configmap_key(None, "mistral-7b"): ENTRY_READY})
+        indexes.append(api.create(odd, manager="kubectl-client-side-apply"))
     if draw(st.booleans()):
-        stale = draw(st.lists(NODE_NAMES, unique=True, max_size=3))
-        earlier = [created(api, node_index_summary(ome, stale, []), parent, decorator=DECORATOR["metadata"]["name"])]
-    return _request(parent, {NODE_INDEX_SUMMARIES: earlier}, {NODE_INDEXES: markers}), settings
+        states = {node: draw(NODE_STATES) for node in (*own, stranger)}
+        departed = tuple(node for node in (*own, stranger) if states[node] == "departed")
+        if sometimes(draw, 8):
+            departed = tuple(f"old-node-{number}" for number in range(MAX_DEPARTED)) + departed
+        status = node_group_status([node for node, state in states.items() if state == "indexed"],
+                                   [node for node, state in states.items() if state == "gone"], departed)
+        parent = api.update_status({**parent, "status": status})
+    statuses: dict[str, dict[str, str | None]] = {}
+    for obj in indexes:
+        for key, status in obj["spec"].get("models", {}).items() if draw(st.booleans()) else ():
+            statuses.setdefault(model_label(key), {})[obj["spec"]["node"]] = draw(st.sampled_from([status, status, "Updating"]))
+    if draw(st.booleans()):
+        statuses.setdefault(model_label(configmap_key("models", "removed-model")), {})[own[5]] = ENTRY_READY
+    earlier = [node_model_status(ome, name, label, nodes) for label, nodes in sorted(statuses.items())]
+    return _request(parent, {NODE_MODEL_STATUSES: attached(api, earlier, parent)}, {NODE_INDEXES: indexes}), settings
 
 
 @st.composite
 def node_index_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
-    """A sync request of either parent (mostly a ConfigMap, there are a thousand of them),
-    or (half the time) the same request damaged."""
-    request, settings = draw(st.one_of(configmap_requests(), configmap_requests(), summary_requests()))
+    """A sync request of any parent (mostly ConfigMaps and groups, there are a thousand
+    and 64 of them), or (half the time) the same request damaged."""
+    request, settings = draw(st.one_of(configmap_requests(), group_requests(), configmap_requests(),
+                                       group_requests(), namespace_requests()))
     if draw(st.booleans()):
         request = draw(damaged(request))
     return request, settings

@@ -1,18 +1,25 @@
 """Properties of the node index's hooks over generated requests, valid and damaged (CONTRACT §2).
 
 Metacontroller applies a DecoratorController's answer as it is: it creates, updates and
-deletes the attachments, so an attachment the API server refuses stalls a node's index
-and a missing one takes a node's report away from a model. Every answer is therefore a
-400 (``BadRequest``) or a 200 with only the decorator's response fields, a null status
-and attachments the index CRDs accept, in OME's namespace, naming only this ConfigMap's
-node and models. Last, the two sides together, through the Metacontroller simulator: the
-status a model gets through the index is the status OME's controller computes from the
-ConfigMaps, on install and after Nodes, ConfigMaps and entries change (sometimes while
-the hook is down). Seeded and bounded: the same examples on every run, in a few seconds.
+deletes the attachments, so an attachment the API server refuses stalls the index and a
+missing one takes a node's report away from a model. Every answer is therefore a 400
+(``BadRequest``) or a 200 with only the decorator's response fields, no labels or
+annotations, a null status but for a group's own (which its CRD accepts), and
+attachments the index CRDs accept, in OME's namespace, whose names, namespaces and kinds
+come from the hook's own rules: a ConfigMap's one ``NodeIndex`` named after its node, the
+Namespace's 64 ``NodeGroup`` objects, a group's ``NodeModelStatus`` per model of its own
+nodes. The same request gives the same answer whatever the order of its maps, and an
+answer fed back as Metacontroller feeds it (the attachments as children, a group's status
+on the group) is a fixed point after one round. Last, the two stages together, through
+the Metacontroller simulator: the status a model gets through the index is the status
+OME's controller computes from the ConfigMaps, on install (index or models first, objects
+in any order) and after Nodes, ConfigMaps and entries change (sometimes while the hook is
+down). Seeded and bounded: the same examples on every run, in a few seconds.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -23,21 +30,24 @@ from hooks.names import is_dns_label, is_dns_subdomain, is_label_value
 from hooks.nodes import decorator
 from hooks.nodes.index_objects import (
     API_VERSION as INDEX_API_VERSION,
+    GROUP_LABEL,
+    GROUP_NAMES,
     INDEXED,
+    MAX_DEPARTED,
     MODEL_LABEL,
     NODE_GONE,
+    NODE_GROUP,
+    NODE_GROUPS,
     NODE_INDEX,
-    NODE_INDEX_SUMMARIES,
-    NODE_INDEX_SUMMARY,
     NODE_INDEXES,
     NODE_MODEL_STATUS,
     NODE_MODEL_STATUSES,
     RESOURCES,
-    SUMMARY_NAME,
-    SUMMARY_PARENT_LABEL,
     entry_name,
+    group_of,
     model_label,
-    node_index_marker,
+    node_group,
+    node_index,
 )
 from hooks.nodes.ome_keys import ENTRY_DELETED, STATUS_LABEL, configmap_key, entry_status, is_model_key
 from hooks.observed import NODES, BadRequest
@@ -56,11 +66,12 @@ from tests.node_index_strategies import (
     node_index_requests,
     node_object,
 )
-from tests.schemas import index_object_errors
+from tests.schemas import errors_of, index_object_errors, index_schemas
 from tests.strategies import BOUNDED
 
 DECORATOR_RESPONSE = {"labels", "annotations", "status", "attachments", "resyncAfterSeconds"}
 """Metacontroller's decorator ``SyncHookResponse`` without ``finalized``: the index has no finalize hook."""
+CHILD_TYPES = {NODE_INDEX: NODE_INDEXES, NODE_GROUP: NODE_GROUPS, NODE_MODEL_STATUS: NODE_MODEL_STATUSES}
 
 
 def answer(request: Any, settings: Settings) -> dict[str, Any] | None:
@@ -76,11 +87,15 @@ def storable(parent: dict[str, Any]) -> bool:
     """Whether the API server could have stored the parent as the hook read it: a 200 about
     a parent it could not read with certainty would rewrite or drop a node's whole index."""
     metadata = parent["metadata"]
-    namespace_ok = is_dns_label(metadata.get("namespace")) if parent["kind"] == "ConfigMap" else "namespace" not in metadata
+    namespace_ok = "namespace" not in metadata if parent["kind"] == "Namespace" else is_dns_label(metadata.get("namespace"))
     labels, data = metadata.get("labels", {}), parent.get("data", {})
     return (is_dns_subdomain(metadata["name"]) and namespace_ok
             and isinstance(labels, dict) and all(isinstance(value, str) for value in labels.values())
             and isinstance(data, dict) and all(isinstance(value, str) for value in data.values()))
+
+
+def is_derived_group(group: dict[str, Any], settings: Settings) -> bool:
+    return (group["metadata"]["namespace"], group["metadata"]["name"]) in {(settings.ome_namespace, name) for name in GROUP_NAMES}
 
 
 def check_attachment(obj: dict[str, Any], settings: Settings) -> None:
@@ -93,55 +108,82 @@ def check_attachment(obj: dict[str, Any], settings: Settings) -> None:
     assert all(is_label_value(value) for value in metadata.get("labels", {}).values()), metadata
 
 
-def check_configmap_answer(request: dict[str, Any], settings: Settings, attachments: list[dict[str, Any]]) -> None:
-    """Entries name this node and a model key of its data; a node gone keeps only its marker."""
-    configmap = request["parent"]
+def check_configmap_answer(request: dict[str, Any], settings: Settings, response: dict[str, Any]) -> None:
+    """One ``NodeIndex``, named after the node, of every model key of the data but those
+    Deleted or that no model can have; ``NodeGone`` once the Node is gone; nothing for a
+    ConfigMap OME does not read."""
+    configmap, ome = request["parent"], settings.ome_namespace
     node, data = configmap["metadata"]["name"], configmap.get("data", {})
     labels = configmap["metadata"].get("labels", {})
-    if configmap["metadata"]["namespace"] != settings.ome_namespace or labels.get(STATUS_LABEL) != "true":
-        assert attachments == []
+    assert response["status"] is None
+    if configmap["metadata"]["namespace"] != ome or labels.get(STATUS_LABEL) != "true":
+        assert response["attachments"] == []
         return
     if not any(item["metadata"]["name"] == node for item in request["related"][NODES].values()):
-        assert attachments == [node_index_marker(settings.ome_namespace, node, NODE_GONE)]
+        assert response["attachments"] == [node_index(ome, node, NODE_GONE, {})]
         return
-    held = {key for key, raw in data.items()
+    held = {key: entry_status(raw) for key, raw in data.items()
             if is_model_key(key) and is_label_value(model_label(key)) and entry_status(raw) != ENTRY_DELETED}
-    entries = [obj for obj in attachments if obj["kind"] == NODE_MODEL_STATUS]
-    markers = [obj for obj in attachments if obj["kind"] == NODE_INDEX]
-    assert len(entries) + len(markers) == len(attachments)
-    assert all(marker["metadata"]["name"] == marker["spec"]["node"] == node for marker in markers) and len(markers) <= 1
-    assert all(entry["spec"]["node"] == node for entry in entries)
-    by_name = {entry_name(node, key): key for key in held}
-    assert sorted(entry["metadata"]["name"] for entry in entries) == sorted(by_name), "an entry of the data is missing"
-    for entry in entries:
-        key = by_name[entry["metadata"]["name"]]
-        assert entry["metadata"]["labels"] == {MODEL_LABEL: model_label(key)}
-        assert entry["spec"].get("status") == entry_status(data[key])
-    if any(marker["spec"]["state"] == INDEXED for marker in markers):
-        observed = request["children"][NODE_MODEL_STATUSES].values()
-        was_indexed = any(marker["spec"]["state"] == INDEXED for marker in request["children"][NODE_INDEXES].values())
-        assert was_indexed or set(by_name) <= {entry["metadata"]["name"] for entry in observed}, \
-            "Indexed before every entry exists: models would read the missing ones as 'not held'"
+    assert response["attachments"] == [node_index(ome, node, INDEXED, held)], "the node's index is not its entries"
+    assert response["attachments"][0]["metadata"]["labels"] == {GROUP_LABEL: group_of(node)}
 
 
-def check_summary_answer(request: dict[str, Any], settings: Settings, attachments: list[dict[str, Any]]) -> None:
-    """The one summary lists every marker's node by its state, sorted, and every node it
-    listed before that no marker names any more as departed."""
+def check_namespace_answer(request: dict[str, Any], settings: Settings, response: dict[str, Any]) -> None:
+    """The 64 groups, metadata only, in OME's namespace, held by the hook's Namespace only."""
+    assert response["status"] is None
     labels = request["parent"]["metadata"].get("labels", {})
-    if labels.get(SUMMARY_PARENT_LABEL) != "true":
-        assert attachments == []
+    holds = labels.get("ome-basemodel-hook.ome.io/node-groups") == "true"
+    assert response["attachments"] == ([node_group(settings.ome_namespace, name) for name in GROUP_NAMES] if holds else [])
+
+
+def own_indexes(request: dict[str, Any], settings: Settings) -> list[dict[str, Any]]:
+    """The group's ``NodeIndex`` objects: OME's namespace, a node that hashes to the group."""
+    name = request["parent"]["metadata"]["name"]
+    return [obj for obj in request["related"][NODE_INDEXES].values()
+            if obj["metadata"]["namespace"] == settings.ome_namespace and group_of(obj["spec"]["node"]) == name]
+
+
+def statuses_by_label(objects: list[dict[str, Any]]) -> dict[tuple[str, str], str | None]:
+    """(model label, node) -> status, from ``NodeModelStatus`` objects."""
+    return {(obj["metadata"]["labels"][MODEL_LABEL], node): status
+            for obj in objects for node, status in
+            [*obj["spec"]["nodes"].items(), *((node, None) for node in obj["spec"].get("unreadable", []))]}
+
+
+def check_group_answer(request: dict[str, Any], settings: Settings, response: dict[str, Any]) -> None:
+    """Each model's statuses on the group's own nodes, one object per model; a status that
+    lists a node indexed only once the observed objects hold all its statuses (or it was
+    indexed already), gone as its index says, departed once its index is gone."""
+    group = request["parent"]
+    if not is_derived_group(group, settings):
+        assert response == {"status": None, "attachments": []}
         return
-    (summary,) = attachments
-    assert summary["kind"] == NODE_INDEX_SUMMARY
-    markers = [obj for obj in request["related"][NODE_INDEXES].values() if obj["metadata"]["namespace"] == settings.ome_namespace]
-    by_state = {state: sorted(obj["spec"]["node"] for obj in markers if obj["spec"]["state"] == state) for state in (INDEXED, NODE_GONE)}
-    assert {key: summary["spec"][key] for key in ("indexed", "gone")} == {"indexed": by_state[INDEXED], "gone": by_state[NODE_GONE]}
-    listed = {*by_state[INDEXED], *by_state[NODE_GONE]}
-    before = {node for obj in request["children"][NODE_INDEX_SUMMARIES].values()
-              if (obj["metadata"]["namespace"], obj["metadata"]["name"]) == (settings.ome_namespace, SUMMARY_NAME)
-              for key in ("indexed", "gone", "departed") for node in obj["spec"].get(key, [])}
-    departed = summary["spec"].get("departed", [])
-    assert len(set(departed)) == len(departed) and set(departed) == before - listed, "a node whose ConfigMap went is forgotten"
+    name, attachments, status = group["metadata"]["name"], response["attachments"], response["status"]
+    assert errors_of(index_schemas()[NODE_GROUP]["properties"]["status"], status) == []
+    indexes = own_indexes(request, settings)
+    wanted = {(model_label(key), obj["spec"]["node"]): value for obj in indexes if obj["spec"]["state"] == INDEXED
+              for key, value in [*obj["spec"].get("models", {}).items(), *((key, None) for key in obj["spec"].get("unreadable", []))]}
+    assert all(obj["kind"] == NODE_MODEL_STATUS for obj in attachments)
+    assert all(obj["metadata"]["name"] == entry_name(name, obj["metadata"]["labels"][MODEL_LABEL]) for obj in attachments)
+    assert statuses_by_label(attachments) == wanted, "a model's status on a node of the group is lost or made up"
+    observed = statuses_by_label([obj for obj in request["children"][NODE_MODEL_STATUSES].values()
+                                  if obj["metadata"]["namespace"] == settings.ome_namespace])
+    previous = {key: set(group.get("status", {}).get(key, [])) for key in ("indexed", "gone", "departed")}
+    by_state = {state: {obj["spec"]["node"] for obj in indexes if obj["spec"]["state"] == state} for state in (INDEXED, NODE_GONE)}
+    indexed, gone, departed = set(status["indexed"]), set(status["gone"]), status.get("departed", [])
+    assert status["indexed"] == sorted(indexed) and status["gone"] == sorted(gone)
+    assert indexed <= by_state[INDEXED] and by_state[NODE_GONE] <= gone <= by_state[NODE_GONE] | previous["gone"]
+    for node in by_state[INDEXED]:
+        reflected = all(observed.get(key, ...) == value for key, value in wanted.items() if key[1] == node)
+        assert (node in indexed) == (node in previous["indexed"] or reflected), \
+            f"{node} indexed before every status of it exists: models would read the missing ones as 'not held'"
+        if node not in indexed:
+            assert (node in gone) == (node in previous["gone"]), f"{node} flaps between gone and unknown"
+    listed = by_state[INDEXED] | by_state[NODE_GONE]
+    left = (previous["indexed"] | previous["gone"] | previous["departed"]) - listed
+    assert len(set(departed)) == len(departed) <= MAX_DEPARTED and set(departed) <= left
+    assert (previous["indexed"] | previous["gone"]) - listed <= set(departed), "a node whose ConfigMap went is forgotten"
+    assert len(departed) == min(len(left), MAX_DEPARTED)
 
 
 def _outcome(request: Any, response: dict[str, Any] | None) -> str:
@@ -149,34 +191,76 @@ def _outcome(request: Any, response: dict[str, Any] | None) -> str:
     if response is None:
         return "400"
     kinds = sorted({obj["kind"] for obj in response["attachments"]})
-    return f"200 {request['parent']['kind']}: {', '.join(kinds) or 'nothing'}"
+    return f"200 {request['parent']['kind']}: {', '.join(kinds) or 'nothing'}{', a status' if response['status'] else ''}"
+
+
+def reordered(request: dict[str, Any]) -> dict[str, Any]:
+    """The same request with every object map in the reverse order (Metacontroller's maps
+    have none); what is not a map (a damaged request) stays as it is."""
+    turned = dict(request)
+    for section in ("children", "related"):
+        if isinstance(turned.get(section), dict):
+            turned[section] = {type_key: dict(reversed(objects.items())) if isinstance(objects, dict) else objects
+                               for type_key, objects in reversed(turned[section].items())}
+    return turned
+
+
+def fed_back(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
+    """The next request once Metacontroller applied the answer: the attachments are the
+    children, a group's status is on the group."""
+    again = dict(request)
+    if response["status"] is not None:
+        again["parent"] = {**request["parent"], "status": copy.deepcopy(response["status"])}
+    again["children"] = {type_key: {} for type_key in CHILD_TYPES.values()}
+    for obj in copy.deepcopy(response["attachments"]):
+        again["children"].setdefault(CHILD_TYPES[obj["kind"]], {})[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
+    return again
 
 
 @BOUNDED
 @given(node_index_requests())
-def test_node_index_sync_answers_attachments_the_crds_accept_or_a_400(drawn: tuple[dict[str, Any], Settings]) -> None:
+def test_node_index_sync_answers_what_the_hook_derives_or_a_400(drawn: tuple[dict[str, Any], Settings]) -> None:
     request, settings = drawn
     response = answer(request, settings)
     event(_outcome(request, response))
     if response is None:
         return
-    assert set(response) <= DECORATOR_RESPONSE and response["status"] is None
-    assert not response.get("labels") and not response.get("annotations")
+    assert set(response) <= DECORATOR_RESPONSE
+    assert not response.get("labels") and not response.get("annotations"), "the parent is written"
     assert storable(request["parent"]), "a 200 about a parent the API server could not have stored"
     attachments = response["attachments"]
     for obj in attachments:
         check_attachment(obj, settings)
     assert len({(obj["kind"], obj["metadata"]["name"]) for obj in attachments}) == len(attachments)
-    if request["parent"]["kind"] == "ConfigMap":
-        check_configmap_answer(request, settings, attachments)
-    else:
-        check_summary_answer(request, settings, attachments)
+    {"ConfigMap": check_configmap_answer, "Namespace": check_namespace_answer, NODE_GROUP: check_group_answer}[
+        request["parent"]["kind"]](request, settings, response)
     assert answer(request, settings) == response
+    assert answer(reordered(request), settings) == response, "the answer depends on the order of a map"
+
+
+@hypothesis_settings(BOUNDED, max_examples=200)
+@given(node_index_requests())
+def test_node_index_answer_fed_back_is_a_fixed_point(drawn: tuple[dict[str, Any], Settings]) -> None:
+    """Fed back once, the answer keeps its attachments and indexes every node whose index
+    is Indexed; fed back again, it is the same: no sync loop, and the index completes."""
+    request, settings = drawn
+    first = answer(request, settings)
+    if first is None:
+        return
+    again = fed_back(request, first)
+    second = answer(again, settings)
+    assert second is not None and second["attachments"] == first["attachments"]
+    assert answer(fed_back(again, second), settings) == second
+    if request["parent"]["kind"] == NODE_GROUP and second["status"] is not None:
+        nodes = {obj["spec"]["node"] for obj in own_indexes(request, settings) if obj["spec"]["state"] == INDEXED}
+        assert set(second["status"]["indexed"]) == nodes, "a node's statuses are all there and it is still not indexed"
+    else:
+        assert second == first
 
 
 @hypothesis_settings(BOUNDED, max_examples=150)
 @given(node_index_requests())
-def test_node_index_customize_asks_for_the_configmaps_node_or_the_markers(drawn: tuple[dict[str, Any], Settings]) -> None:
+def test_node_index_customize_asks_for_the_configmaps_node_or_the_groups_indexes(drawn: tuple[dict[str, Any], Settings]) -> None:
     request, settings = drawn
     try:
         response = decorator.customize({key: request[key] for key in ("controller", "parent") if key in request}, settings)
@@ -184,11 +268,14 @@ def test_node_index_customize_asks_for_the_configmaps_node_or_the_markers(drawn:
         return
     assert set(response) == {"relatedResources"}
     parent = request["parent"]
-    for rule in response["relatedResources"]:
-        if parent["kind"] == "ConfigMap":
-            assert rule == {"apiVersion": "v1", "resource": "nodes", "names": [parent["metadata"]["name"]]}
-        else:
-            assert rule == {"apiVersion": INDEX_API_VERSION, "resource": RESOURCES[NODE_INDEX], "namespace": settings.ome_namespace}
+    rules = response["relatedResources"]
+    if parent["kind"] == "ConfigMap":
+        assert all(rule == {"apiVersion": "v1", "resource": "nodes", "names": [parent["metadata"]["name"]]} for rule in rules)
+    elif parent["kind"] == NODE_GROUP and is_derived_group(parent, settings):
+        assert rules == [{"apiVersion": INDEX_API_VERSION, "resource": RESOURCES[NODE_INDEX], "namespace": settings.ome_namespace,
+                          "labelSelector": {"matchLabels": {GROUP_LABEL: parent["metadata"]["name"]}}}]
+    else:
+        assert rules == []
 
 
 def ome_status(world: AgentWorld, key: str) -> dict[str, Any]:
