@@ -295,13 +295,17 @@ class Change:
 class AgentWorld:
     """What OME's agents and the cluster hold: the Nodes alive, every node's ConfigMap data
     (a deleted node's ConfigMap stays), the models with the status OME last wrote, and
-    what changes later (while the hook is down, with ``outage``)."""
+    what changes later (while the hook is down, with ``outage``). How the hook comes in:
+    the nodes' objects created in ``order``, the index installed before the models'
+    controllers or after them (``index_first``)."""
 
     alive: frozenset[str]
     configmaps: dict[str, dict[str, str]]
     models: tuple[tuple[str, str | None, str, dict[str, Any]], ...]
     changes: tuple[Change, ...] = ()
     outage: bool = False
+    order: tuple[str, ...] = ()
+    index_first: bool = True
 
     def changed(self) -> AgentWorld:
         """The world once every change happened (an entry written to a deleted ConfigMap is lost)."""
@@ -319,14 +323,24 @@ class AgentWorld:
 
 
 MODEL_NAMES = st.sampled_from(["llama-3.1-8b-instruct", "mistral-7b", "org.example." + "very-long-model-name-" * 11 + "v1"])
-WORLD_NODES = ("node-a", "node-b", "node-c", "gpu-node-7")
+WORLD_NODES = ("node-a", "node-b", "gpu-node-7", *members(group_of("node-a"))[:2])
+"""Three of them in one group, so a group gathers several nodes' statuses of a model."""
+
+
+@st.composite
+def world_entries(draw: Draw, key: str) -> str:
+    """An entry of a world: mostly the statuses OME's rules tell apart (a world has few
+    entries, and a model Ready or Failed somewhere is what a status change is about)."""
+    status = draw(st.sampled_from([ENTRY_READY, ENTRY_FAILED, None]))
+    return draw(entries(key, status))
 
 
 @st.composite
 def agent_worlds(draw: Draw) -> AgentWorld:
     """A few nodes (some deleted since) reporting on a few models, each entry in any state
     or unparsable; a model's earlier status names only nodes that had a ConfigMap. Then a
-    few changes, sometimes while the hook is down."""
+    few changes, sometimes while the hook is down; the nodes in any order, the index
+    installed first or last."""
     nodes = draw(st.lists(st.sampled_from(WORLD_NODES), unique=True, min_size=1))
     models = []
     for name in draw(st.lists(MODEL_NAMES, unique=True, min_size=1, max_size=3)):
@@ -339,10 +353,11 @@ def agent_worlds(draw: Draw) -> AgentWorld:
                        **({"nodesReady": ready} if ready else {}), **({"nodesFailed": failed} if failed else {})}
         models.append(("BaseModel" if namespace else "ClusterBaseModel", namespace, name, earlier))
     keys = [configmap_key(namespace, name) for _, namespace, name, _ in models]
-    configmaps = {node: {key: draw(entries(key)) for key in keys if draw(st.booleans())} for node in nodes}
+    configmaps = {node: {key: draw(world_entries(key)) for key in keys if draw(st.booleans())} for node in nodes}
     alive = frozenset(node for node in nodes if not sometimes(draw, 4))
     changes = []
-    for _ in range(draw(st.integers(0, 3))):
+    for _ in range(draw(st.integers(0, 4))):
         what, node, key = draw(st.sampled_from([NODE_DELETED, CONFIGMAP_DELETED, REPORTED])), draw(st.sampled_from(nodes)), draw(st.sampled_from(keys))
-        changes.append(Change(what, node, key, draw(st.one_of(st.none(), entries(key)))) if what == REPORTED else Change(what, node))
-    return AgentWorld(alive, configmaps, tuple(models), tuple(changes), draw(st.booleans()))
+        changes.append(Change(what, node, key, draw(st.one_of(st.none(), world_entries(key)))) if what == REPORTED else Change(what, node))
+    return AgentWorld(alive, configmaps, tuple(models), tuple(changes), draw(st.booleans()),
+                      tuple(draw(st.permutations(nodes))), draw(st.booleans()))
