@@ -165,10 +165,7 @@ def index_says(request: dict[str, Any], model: Model, ome_namespace: str) -> tup
     own = {node: status
            for obj in request["related"][NODE_MODEL_STATUSES].values()
            if obj["metadata"]["namespace"] == ome_namespace and obj["metadata"]["labels"][MODEL_LABEL] == label
-           for node, status in obj["spec"]["nodes"].items()}
-    own |= {node: None for obj in request["related"][NODE_MODEL_STATUSES].values()
-            if obj["metadata"]["namespace"] == ome_namespace and obj["metadata"]["labels"][MODEL_LABEL] == label
-            for node in obj["spec"].get("unreadable", [])}
+           for node, status in [*obj["spec"]["nodes"].items(), *((node, None) for node in obj["spec"].get("unreadable", []))]}
     groups = [obj.get("status", {}) for obj in request["related"][NODE_GROUPS].values()
               if obj["metadata"]["namespace"] == ome_namespace and obj["metadata"]["name"] in GROUP_NAMES]
     indexed = {node for status in groups for node in status.get("indexed", [])}
