@@ -28,7 +28,7 @@ import yaml
 
 from hooks.conditions import format_time
 from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION, RESOURCES as INDEX_RESOURCES
-from tests.metacontroller.selection import Obj
+from tests.metacontroller.selection import Obj, controller_of
 from tests.schemas import (
     CRD_FILES,
     KUBERNETES_VERSIONS,
@@ -158,14 +158,16 @@ class Cluster:
         stored = self.objects.get((api_version, kind, namespace or None, name))
         return copy.deepcopy(stored) if stored is not None else None
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
-        """Every object of a kind (in one namespace when given), sorted as a lister would be."""
-        found = [
-            copy.deepcopy(obj)
-            for (version, obj_kind, obj_namespace, _), obj in sorted(self.objects.items(), key=lambda item: str(item[0]))
-            if version == api_version and obj_kind == kind and (namespace is None or obj_namespace == namespace)
+    def list(self, api_version: str, kind: str, namespace: str | None = None, controller_uid: str | None = None) -> list[Obj]:
+        """Every object of a kind (in one namespace when given; whose controllerRef has
+        ``controller_uid`` when given), sorted as a lister would be. Only the matches are
+        copied: a decorator lists its attachments of every parent once per sync."""
+        matching = [
+            (key, obj) for key, obj in self.objects.items()
+            if key[0] == api_version and key[1] == kind and (namespace is None or key[2] == namespace)
+            and (controller_uid is None or (controller_of(obj) or {}).get("uid") == controller_uid)
         ]
-        return found
+        return [copy.deepcopy(obj) for _, obj in sorted(matching, key=lambda item: str(item[0]))]
 
     # --- writing -----------------------------------------------------------------------
 

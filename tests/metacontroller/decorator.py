@@ -135,10 +135,7 @@ class DecoratorController(Controller):
         namespace = parent["metadata"].get("namespace")
         for resource in self.attachments:
             selection.init_group(groups, resource.type_key)
-            for obj in self.cluster.list(resource.api_version, resource.kind, namespace):
-                owner = selection.controller_of(obj)
-                if owner is None or owner.get("uid") != parent["metadata"]["uid"]:
-                    continue
+            for obj in self.cluster.list(resource.api_version, resource.kind, namespace, controller_uid=parent["metadata"]["uid"]):
                 if (obj["metadata"].get("annotations") or {}).get(DECORATOR_ANNOTATION) != self.name:
                     continue
                 selection.insert(groups, parent, obj, "v2")
