@@ -246,7 +246,7 @@ class Index:
         return group
 
     def build(self, configmaps: list[dict[str, Any]], nodes: list[dict[str, Any]], namespace: dict[str, Any]) -> None:
-        for cm, node in zip(configmaps, nodes):
+        for cm, node in zip(configmaps, nodes, strict=True):
             self.sync_node(cm, node)
         self.sync_namespace(namespace)
         self.groups = [self.sync_group(group) for group in self.groups]
@@ -357,7 +357,7 @@ def measure(trees: dict[str, str], workdir: str, rounds: int, runs: int) -> None
               f"{core['before'] / core['after']:5.1f}x | {parse['before']:12.1f} {parse['after']:8.1f}")
         largest = {**built, "nodes": nodes, "models": models}
         stores.append((nodes, models, built["index"], built["configmap_bytes"]))
-    print(f"\nwhat the index stores (dynamic apply; with --apply-strategy=server-side-apply, no last-applied copy):")
+    print("\nwhat the index stores (dynamic apply; with --apply-strategy=server-side-apply, no last-applied copy):")
     print(f"{'nodes':>5} {'models':>6} | {'NodeIndex':>9} {'NodeGroup':>9} {'NodeModelStatus':>15} | "
           f"{'index MiB':>9} {'ConfigMaps MiB':>14} {'ratio':>6} | {'SSA MiB':>7} {'ratio':>6}")
     for nodes, models, index, configmap_bytes in stores:

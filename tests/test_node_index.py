@@ -374,7 +374,7 @@ def test_node_with_one_status_not_yet_reflected_is_not_indexed() -> None:
 def test_indexed_node_stays_indexed_while_its_statuses_change() -> None:
     """The changes reach their models through the objects; the group status, read by
     every model, keeps still."""
-    parent, answer = fed_back(group(), [indexed(C, {LLAMA: "Updating"})])
+    _, answer = fed_back(group(), [indexed(C, {LLAMA: "Updating"})])
     assert answer["status"]["indexed"] == [C]
     changed = sync_group(group(status=answer["status"]), [indexed(C, {LLAMA: "Ready", QWEN: "Updating"})], answer["attachments"])
     assert changed["status"] == {"indexed": [C], "gone": []}

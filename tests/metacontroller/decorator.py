@@ -56,7 +56,7 @@ class DecoratorController(Controller):
         return self.attachments
 
     def _rules_for(self, parent: Obj) -> list[dict[str, Any]]:
-        return [rule for rule, resource in zip(self.rules, self.parent_types)
+        return [rule for rule, resource in zip(self.rules, self.parent_types, strict=True)
                 if (resource.api_version, resource.kind) == (parent["apiVersion"], parent["kind"])]
 
     def selects(self, parent: Obj) -> bool:
