@@ -13,7 +13,7 @@ from typing import Any
 
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.nodes import node_status
-from hooks.nodes.index_objects import NODE_GROUPS, NODE_MODEL_STATUSES
+from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES
 from hooks.observed import JOBS, PODS, PVCS, Model, has_children, object_group, read_model, read_request
 from hooks.pvc.claim import STORAGE_READY, judge_pvc
 from hooks.pvc.extraction import (
@@ -131,7 +131,7 @@ def _node_flow(
     report = node_status.read_node_report(
         model,
         object_group(request, "related", NODE_MODEL_STATUSES, required=True),
-        object_group(request, "related", NODE_GROUPS, required=True),
+        object_group(request, "related", NODE_INDEX_SUMMARIES, required=True),
         settings.ome_namespace,
     )
     condition = node_status.node_condition(report, finalizing)

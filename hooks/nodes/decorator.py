@@ -1,7 +1,8 @@
 """The DecoratorController's hooks (``/nodes/customize``, ``/nodes/sync``): the node index.
 
 Three kinds of parent, told apart by ``kind``: each model-status ConfigMap (its node's
-``NodeIndex``, ``node_index``), the hook's own Namespace (the groups, ``node_groups``) and
+``NodeIndex``, ``node_index``), the hook's own Namespace (the groups and their summary,
+``node_groups``) and
 each ``NodeGroup`` (its models' ``NodeModelStatus`` objects, ``node_group``). Only a
 group's answer has a status, its own; every other answer leaves its parent alone
 (``status: null``, no labels or annotations), so Metacontroller never writes the agents'
@@ -43,7 +44,7 @@ def sync(body: Any, settings: Settings) -> dict[str, Any]:
     if parent["kind"] == NODE_GROUP:
         status, attachments = node_group.sync(parent, body, settings.ome_namespace)
         return {"status": status, "attachments": attachments}
-    return {"status": None, "attachments": node_groups.attachments(parent, settings.ome_namespace)}
+    return {"status": None, "attachments": node_groups.attachments(parent, body, settings.ome_namespace)}
 
 
 def _parent(body: Any) -> dict[str, Any]:

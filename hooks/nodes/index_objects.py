@@ -2,7 +2,7 @@
 
 The index is written by the DecoratorController (``hooks/nodes/decorator.py``) and read by
 the node flow of every model (``hooks/nodes/node_status.py``); this module is the one
-place both sides agree on. Three kinds, all in OME's namespace:
+place both sides agree on. Four kinds, all in OME's namespace:
 
 - ``NodeIndex``: one per node's ConfigMap, the node's entries boiled down to each
   model's status (or ``NodeGone`` once its Node is deleted), labelled with the node's
@@ -10,7 +10,9 @@ place both sides agree on. Three kinds, all in OME's namespace:
 - ``NodeGroup``: a fixed set of ``GROUP_COUNT``, each gathering the nodes whose name
   hashes to it; its status names its nodes that are indexed, gone or departed;
 - ``NodeModelStatus``: one per (group, model), the statuses of one model on the
-  group's nodes, labelled with the model so a model asks for its own and nothing else.
+  group's nodes, labelled with the model so a model asks for its own and nothing else;
+- ``NodeIndexSummary``: one in all, every group's status folded together, so a model
+  reads one object to learn which nodes are known instead of every group.
 
 Why groups: a model must be woken by a change of its own entries only, so no object a
 model reads may hold another model's statuses; and one object per (node, model) costs
@@ -34,14 +36,18 @@ API_VERSION = f"{GROUP}/v1alpha1"
 NODE_INDEX = "NodeIndex"
 NODE_GROUP = "NodeGroup"
 NODE_MODEL_STATUS = "NodeModelStatus"
+NODE_INDEX_SUMMARY = "NodeIndexSummary"
 NODE_INDEXES = f"{NODE_INDEX}.{API_VERSION}"
 NODE_GROUPS = f"{NODE_GROUP}.{API_VERSION}"
 NODE_MODEL_STATUSES = f"{NODE_MODEL_STATUS}.{API_VERSION}"
+NODE_INDEX_SUMMARIES = f"{NODE_INDEX_SUMMARY}.{API_VERSION}"
 RESOURCES = {
     NODE_INDEX: "nodeindexes",
     NODE_GROUP: "nodegroups",
     NODE_MODEL_STATUS: "nodemodelstatuses",
+    NODE_INDEX_SUMMARY: "nodeindexsummaries",
 }
+SUMMARY_NAME = "nodes"
 
 MODEL_LABEL = f"{GROUP}/model"
 GROUP_LABEL = f"{GROUP}/node-group"
@@ -52,6 +58,7 @@ LABEL_VALUE_LENGTH = 63
 # group's sync carries that many NodeIndexes.
 GROUP_COUNT = 64
 GROUP_NAMES = tuple(f"nodes-{number:02d}" for number in range(GROUP_COUNT))
+_GROUP_NAME_SET = frozenset(GROUP_NAMES)
 
 INDEXED = "Indexed"
 NODE_GONE = "NodeGone"
@@ -134,7 +141,7 @@ def node_group(namespace: str, name: str) -> dict[str, Any]:
 def is_node_group(obj: dict[str, Any], ome_namespace: str) -> bool:
     """One of the groups the hook derives, where it derives them."""
     metadata = field(obj, "metadata")
-    return metadata.get("namespace") == ome_namespace and metadata.get("name") in GROUP_NAMES
+    return metadata.get("namespace") == ome_namespace and metadata.get("name") in _GROUP_NAME_SET
 
 
 @dataclass(frozen=True)
@@ -164,29 +171,56 @@ def node_group_status(indexed: list[str], gone: list[str], departed: tuple[str, 
     return status
 
 
-def read_node_group_status(obj: dict[str, Any]) -> NodeSet:
-    """No status yet means no node of the group is known yet (the index is being built);
-    a status that is not an object is refused, not read as none (that would forget every
-    indexed and departed node at once)."""
-    status = {} if obj.get("status") is None else obj["status"]
-    if not isinstance(status, dict):
-        raise BadRequest(f"{NODE_GROUP} {obj['metadata']['name']!r} status.indexed, status.gone and "
-                         "status.departed must be lists of node names (status is not an object)")
-    lists = [status.get("indexed", []), status.get("gone", []), status.get("departed", [])]
-    if not all(isinstance(names, list) and all(isinstance(name, str) for name in names) for names in lists):
-        raise BadRequest(f"{NODE_GROUP} {obj['metadata']['name']!r} status.indexed, status.gone and "
-                         "status.departed must be lists of node names")
+def _node_lists(value: Any, kind: str, name: str, where: str) -> NodeSet:
+    """The three node lists of a group's status or of the summary's spec. A value that is
+    not an object is refused, not read as none: that would forget every indexed and
+    departed node at once."""
+    holder = {} if value is None else value
+    lists = [holder.get("indexed", []), holder.get("gone", []), holder.get("departed", [])] if isinstance(holder, dict) else None
+    if lists is None or not all(isinstance(names, list) and all(isinstance(node, str) for node in names) for names in lists):
+        raise BadRequest(f"{kind} {name!r} {where}.indexed, {where}.gone and {where}.departed must be lists of node names")
     return NodeSet(frozenset(lists[0]), frozenset(lists[1]), tuple(lists[2]))
 
 
+def read_node_group_status(obj: dict[str, Any]) -> NodeSet:
+    """No status yet means no node of the group is known yet (the index is being built)."""
+    return _node_lists(obj.get("status"), NODE_GROUP, obj["metadata"]["name"], "status")
+
+
 def known_nodes(groups: list[dict[str, Any]], ome_namespace: str) -> NodeSet:
-    """What every group of the index knows, together."""
+    """What every group of the index knows, together; ``departed`` oldest first within a
+    group, the groups in name order."""
     sets = [read_node_group_status(obj) for obj in groups if is_node_group(obj, ome_namespace)]
     return NodeSet(
         frozenset().union(*(known.indexed for known in sets)),
         frozenset().union(*(known.gone for known in sets)),
         tuple(node for known in sets for node in known.departed),
     )
+
+
+def node_index_summary(namespace: str, known: NodeSet) -> dict[str, Any]:
+    """Every group's nodes in one object; lists sorted so the same nodes give the same
+    bytes, but ``departed`` (only there when not empty) as the groups keep it."""
+    spec: dict[str, Any] = {"indexed": sorted(known.indexed), "gone": sorted(known.gone)}
+    if known.departed:
+        spec["departed"] = list(known.departed)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": NODE_INDEX_SUMMARY,
+        "metadata": {"name": SUMMARY_NAME, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def read_summary(summaries: list[dict[str, Any]], ome_namespace: str) -> NodeSet:
+    """The one summary's nodes; none yet means no node is known yet (the index is being built)."""
+    summary = next((obj for obj in summaries if obj["metadata"].get("namespace") == ome_namespace
+                    and obj["metadata"]["name"] == SUMMARY_NAME), None)
+    if summary is None:
+        return NO_NODES
+    if not isinstance(summary.get("spec"), dict):
+        raise BadRequest(f"{NODE_INDEX_SUMMARY} {SUMMARY_NAME!r} has no spec")
+    return _node_lists(summary["spec"], NODE_INDEX_SUMMARY, SUMMARY_NAME, "spec")
 
 
 def entry_name(group: str, label: str) -> str:

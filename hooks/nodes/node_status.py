@@ -6,7 +6,7 @@ per model; OME's Go controller turns those into ``nodesReady``, ``nodesFailed`` 
 does not read the ConfigMaps and Nodes themselves: at a thousand nodes they weigh
 hundreds of megabytes per sync, and every Node heartbeat would wake every model. It reads
 the node index instead (``hooks/nodes/index_objects.py``): its own ``NodeModelStatus``
-objects, one per group of nodes holding it, and the ``NodeGroup`` objects naming the
+objects, one per group of nodes holding it, and the ``NodeIndexSummary`` naming the
 nodes whose ConfigMap is indexed, the nodes that are gone and those that departed.
 """
 
@@ -18,14 +18,14 @@ from typing import Any
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition
 from hooks.nodes.index_objects import (
     API_VERSION,
-    GROUP_NAMES,
     MODEL_LABEL,
-    NODE_GROUP,
+    NODE_INDEX_SUMMARY,
     NODE_MODEL_STATUS,
     RESOURCES,
-    known_nodes,
+    SUMMARY_NAME,
     model_label,
     read_node_model_status,
+    read_summary,
 )
 from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, configmap_key
 from hooks.observed import Model
@@ -36,7 +36,7 @@ SHOWN_NODES = 10
 
 def customize_rules(model: Model, ome_namespace: str) -> list[dict[str, Any]]:
     """This model's statuses (by its label, so another model's entry never wakes it) and
-    the groups (whose status changes only when nodes are indexed, go or depart)."""
+    the summary (which changes only when nodes are indexed, go or depart)."""
     key = configmap_key(model.namespace, model.name)
     return [
         {
@@ -47,9 +47,9 @@ def customize_rules(model: Model, ome_namespace: str) -> list[dict[str, Any]]:
         },
         {
             "apiVersion": API_VERSION,
-            "resource": RESOURCES[NODE_GROUP],
+            "resource": RESOURCES[NODE_INDEX_SUMMARY],
             "namespace": ome_namespace,
-            "names": list(GROUP_NAMES),
+            "names": [SUMMARY_NAME],
         },
     ]
 
@@ -71,16 +71,16 @@ class NodeReport:
 
 
 def read_node_report(
-    model: Model, entries: list[dict[str, Any]], groups: list[dict[str, Any]], ome_namespace: str
+    model: Model, entries: list[dict[str, Any]], summaries: list[dict[str, Any]], ome_namespace: str
 ) -> NodeReport:
     """What the live nodes say about this model, node by node.
 
-    - A node a group lists as gone or departed is ignored, its entries too (they are
+    - A node the summary lists as gone or departed is ignored, its entries too (they are
       being deleted): OME skips the ConfigMap of a deleted Node, and a deleted ConfigMap
       is not there to read.
     - A node with an entry for this model reports that entry's status, whether or not
       its index is complete: the entry is the agent's own word.
-    - A node a group lists as indexed, with no entry, does not hold the model.
+    - A node the summary lists as indexed, with no entry, does not hold the model.
     - A node the index does not know yet (first install, a new node, a ConfigMap still
       being indexed) keeps what this model's status already said about it. Without this
       a Ready model would pass through In_Transit while its index is built, because
@@ -91,7 +91,7 @@ def read_node_report(
     with that controller replaced nobody else will, so a gone node must not hold it.
     """
     label = model_label(configmap_key(model.namespace, model.name))
-    known = known_nodes(groups, ome_namespace)
+    known = read_summary(summaries, ome_namespace)
     reported: dict[str, str | None] = {}
     for obj in entries:
         if obj["metadata"].get("namespace") != ome_namespace:
