@@ -51,6 +51,7 @@ from hooks.nodes.index_objects import (
     GROUPS_PARENT_LABEL,
     MODEL_LABEL,
     NODE_GROUPS,
+    NODE_INDEX_SUMMARIES,
     NODE_INDEXES,
     NODE_MODEL_STATUSES,
     model_label,
@@ -205,6 +206,7 @@ class Index:
         self.node_indexes: list[dict[str, Any]] = []
         self.groups: list[dict[str, Any]] = []
         self.entries: list[dict[str, Any]] = []
+        self.summary: dict[str, Any] = {}
         self.request_bytes: dict[str, int] = {}
         self.serial = 0
 
@@ -220,12 +222,18 @@ class Index:
     def sync_node(self, cm: dict[str, Any], node: dict[str, Any] | None) -> None:
         """A ConfigMap's sync: its NodeIndex (what a Node heartbeat costs, and what an entry change starts with)."""
         related = {"Node.v1": {node["metadata"]["name"]: node} if node else {}}
-        (desired,) = self.call("node", cm, {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}}, related)["attachments"]
+        children = {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}, NODE_INDEX_SUMMARIES: {}}
+        (desired,) = self.call("node", cm, children, related)["attachments"]
         self.node_indexes.append(self.store(desired, cm))
 
     def sync_namespace(self, namespace: dict[str, Any]) -> None:
-        answer = self.call("namespace", namespace, {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}}, {})
-        self.groups = [self.store(desired, namespace) for desired in answer["attachments"]]
+        """The groups (as they are: their status is their own sync's) and the summary of their statuses."""
+        children = {NODE_INDEXES: {}, NODE_GROUPS: {f"ome/{g['metadata']['name']}": g for g in self.groups},
+                    NODE_MODEL_STATUSES: {}, NODE_INDEX_SUMMARIES: {}}
+        *groups, summary = self.call("namespace", namespace, children, {})["attachments"]
+        if not self.groups:
+            self.groups = [self.store(desired, namespace) for desired in groups]
+        self.summary = self.store(summary, namespace)
 
     def sync_group(self, group: dict[str, Any]) -> dict[str, Any]:
         """Two syncs, as the objects' creation wakes the group again; then the group as
@@ -233,7 +241,7 @@ class Index:
         name = group["metadata"]["name"]
         related = {NODE_INDEXES: {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": obj for obj in self.node_indexes
                                   if obj["metadata"]["labels"][GROUP_LABEL] == name}}
-        children: dict[str, dict[str, Any]] = {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}}
+        children: dict[str, dict[str, Any]] = {NODE_INDEXES: {}, NODE_GROUPS: {}, NODE_MODEL_STATUSES: {}, NODE_INDEX_SUMMARIES: {}}
         for _ in range(2):
             answer = self.call("group", group, children, related)
             children[NODE_MODEL_STATUSES] = {f"{obj['metadata']['namespace']}/{obj['metadata']['name']}": self.store(obj, group)
@@ -250,9 +258,10 @@ class Index:
             self.sync_node(cm, node)
         self.sync_namespace(namespace)
         self.groups = [self.sync_group(group) for group in self.groups]
+        self.sync_namespace(namespace)
 
     def stored_objects(self) -> list[dict[str, Any]]:
-        return [*self.node_indexes, *self.groups, *self.entries]
+        return [*self.node_indexes, *self.groups, *self.entries, self.summary]
 
 
 def index_namespace() -> dict[str, Any]:
@@ -289,7 +298,7 @@ def build(nodes: int, models: int) -> dict[str, Any]:
     after = {**fixture, "related": {
         NODE_MODEL_STATUSES: {f"ome/{e['metadata']['name']}": e for e in index.entries
                               if e["metadata"]["labels"][MODEL_LABEL] == label},
-        NODE_GROUPS: {f"ome/{group['metadata']['name']}": group for group in index.groups}}}
+        NODE_INDEX_SUMMARIES: {"ome/nodes": index.summary}}}
     steady = {**parent, "status": sync(after, settings, NOW).response["status"]}
     before["parent"] = after["parent"] = steady
     return {
@@ -358,20 +367,21 @@ def measure(trees: dict[str, str], workdir: str, rounds: int, runs: int) -> None
         largest = {**built, "nodes": nodes, "models": models}
         stores.append((nodes, models, built["index"], built["configmap_bytes"]))
     print("\nwhat the index stores (dynamic apply; with --apply-strategy=server-side-apply, no last-applied copy):")
-    print(f"{'nodes':>5} {'models':>6} | {'NodeIndex':>9} {'NodeGroup':>9} {'NodeModelStatus':>15} | "
+    print(f"{'nodes':>5} {'models':>6} | {'NodeIndex':>9} {'NodeGroup':>9} {'NodeModelStatus':>15} (+1 summary) | "
           f"{'index MiB':>9} {'ConfigMaps MiB':>14} {'ratio':>6} | {'SSA MiB':>7} {'ratio':>6}")
     for nodes, models, index, configmap_bytes in stores:
         objects = index.stored_objects()
         total = sum(len(compact(obj)) for obj in objects)
         applied = sum(len(compact(server_side_applied(obj))) for obj in objects)
-        print(f"{nodes:5} {models:6} | {len(index.node_indexes):9} {len(index.groups):9} {len(index.entries):15} | "
+        print(f"{nodes:5} {models:6} | {len(index.node_indexes):9} {len(index.groups):9} {len(index.entries):15}              | "
               f"{total / 2**20:9.2f} {configmap_bytes / 2**20:14.2f} {total / configmap_bytes:5.2f}x | "
               f"{applied / 2**20:7.2f} {applied / configmap_bytes:5.2f}x")
     index = largest["index"]
     print(f"\nat {largest['nodes']} nodes x {largest['models']} models, the index's own syncs (request bytes, the largest):")
     print(f"  a ConfigMap's (a Node heartbeat, an entry change): {index.request_bytes['node'] / 1024:.0f} KiB; "
           f"a group's (after an entry change): {index.request_bytes['group'] / 1024:.0f} KiB; "
-          f"the Namespace's: {index.request_bytes['namespace'] / 1024:.0f} KiB; Nodes average {largest['node_bytes'] / 1024:.1f} KiB")
+          f"the Namespace's (a group's status changed): {index.request_bytes['namespace'] / 1024:.0f} KiB; "
+          f"the summary {len(compact(index.summary)) / 1024:.0f} KiB; Nodes average {largest['node_bytes'] / 1024:.1f} KiB")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from hooks.nodes.index_objects import (
     NODE_GONE,
     NODE_GROUPS,
     NODE_INDEXES,
+    NODE_INDEX_SUMMARIES,
     NODE_MODEL_STATUSES,
     group_of,
     model_label,
@@ -135,7 +136,7 @@ def _keyed(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _request(parent: dict[str, Any], children: dict[str, list[dict[str, Any]]], related: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """The sync request as the DecoratorController sends it with hook version v2: every
     declared attachment type, every type a customize rule asked for, even when empty."""
-    groups = {type_key: [] for type_key in (NODE_INDEXES, NODE_GROUPS, NODE_MODEL_STATUSES)} | children
+    groups = {type_key: [] for type_key in (NODE_INDEXES, NODE_GROUPS, NODE_MODEL_STATUSES, NODE_INDEX_SUMMARIES)} | children
     return {"controller": DECORATOR, "parent": parent,
             "children": {type_key: _keyed(objects) for type_key, objects in groups.items()},
             "related": {type_key: _keyed(objects) for type_key, objects in related.items()}, "finalizing": False}

@@ -20,12 +20,15 @@ from hypothesis import HealthCheck, settings as hypothesis_settings, strategies 
 
 from hooks.nodes.index_objects import (
     GROUP_NAMES,
-    NODE_GROUPS,
+    NODE_INDEX_SUMMARIES,
     NODE_MODEL_STATUSES,
+    SUMMARY_NAME,
     group_of,
+    known_nodes,
     model_label,
     node_group,
     node_group_status,
+    node_index_summary,
     node_model_status,
 )
 from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, configmap_key
@@ -294,23 +297,23 @@ def pvcs(draw: Draw, location: PVCLocation) -> dict[str, Any]:
     return pvc
 
 
-def _installed_groups(api: Cluster) -> dict[str, dict[str, Any]]:
-    """The 64 groups as the DecoratorController attached them to the hook's Namespace."""
+def _installed_groups(api: Cluster) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The hook's Namespace and the 64 groups the DecoratorController attached to it."""
     (namespace,) = manifests("namespace.yaml")
     holder = api.create(copy.deepcopy(namespace))
-    return {name: created(api, node_group(OME_NAMESPACE, name), holder, decorator=INDEX_CONTROLLER)
-            for name in GROUP_NAMES}
+    return holder, {name: created(api, node_group(OME_NAMESPACE, name), holder, decorator=INDEX_CONTROLLER)
+                    for name in GROUP_NAMES}
 
 
 def node_index_related(draw: Draw, model: Model) -> dict[str, dict[str, Any]]:
     """The node flow's related objects: the model's ``NodeModelStatus`` of each group
     holding it (sometimes one of another model, which a real selector would not send),
-    and the 64 ``NodeGroup`` objects, each with the status its own sync wrote (none yet
-    while the index is being built).
+    and the ``NodeIndexSummary`` the hook's Namespace folded from the groups' statuses
+    (none yet while the index is being built).
 
     The one place that knows their shape, so a redesign of the node flow changes only this."""
     api = Cluster(Clock(NOW - timedelta(minutes=1)))
-    groups = _installed_groups(api)
+    holder, groups = _installed_groups(api)
     nodes = draw(st.lists(st.sampled_from(INDEX_NODES), unique=True, max_size=4))
     label = model_label(configmap_key(model.namespace, model.name))
     by_group: dict[str, dict[str, dict[str, str | None]]] = {}
@@ -319,6 +322,7 @@ def node_index_related(draw: Draw, model: Model) -> dict[str, dict[str, Any]]:
         by_group.setdefault(group_of(node), {}).setdefault(chosen, {})[node] = draw(INDEX_STATUSES)
     entries = [created(api, node_model_status(OME_NAMESPACE, group, chosen, statuses), groups[group], decorator=INDEX_CONTROLLER)
                for group, labels in sorted(by_group.items()) for chosen, statuses in sorted(labels.items())]
+    summaries = {}
     if draw(st.booleans()):
         states = {node: draw(st.sampled_from(["indexed", "gone", "departed", "unknown"])) for node in INDEX_NODES}
         for name in sorted({group_of(node) for node in INDEX_NODES}):
@@ -327,8 +331,11 @@ def node_index_related(draw: Draw, model: Model) -> dict[str, dict[str, Any]]:
                                        [node for node in members if states[node] == "gone"],
                                        tuple(node for node in members if states[node] == "departed"))
             groups[name] = api.update_status({**groups[name], "status": status})
+        summary = created(api, node_index_summary(OME_NAMESPACE, known_nodes([groups[name] for name in GROUP_NAMES], OME_NAMESPACE)),
+                          holder, decorator=INDEX_CONTROLLER)
+        summaries[f"{OME_NAMESPACE}/{SUMMARY_NAME}"] = summary
     return {NODE_MODEL_STATUSES: {f"{OME_NAMESPACE}/{obj['metadata']['name']}": obj for obj in entries},
-            NODE_GROUPS: {f"{OME_NAMESPACE}/{name}": obj for name, obj in groups.items()}}
+            NODE_INDEX_SUMMARIES: summaries}
 
 
 def _key(obj: dict[str, Any], by_name: bool) -> str:

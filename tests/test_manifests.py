@@ -30,11 +30,15 @@ from hooks.nodes.index_objects import (
     NODE_GONE,
     NODE_GROUP,
     NODE_INDEX,
+    NODE_INDEX_SUMMARY,
     NODE_MODEL_STATUS,
+    NO_NODES,
     RESOURCES,
+    NodeSet,
     node_group,
     node_group_status,
     node_index,
+    node_index_summary,
     node_model_status,
 )
 from hooks.nodes.ome_keys import STATUS_LABEL
@@ -286,6 +290,7 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
             ("CustomResourceDefinition", "nodemodelstatuses.ome-basemodel-hook.ome.io"),
             ("CustomResourceDefinition", "nodeindexes.ome-basemodel-hook.ome.io"),
             ("CustomResourceDefinition", "nodegroups.ome-basemodel-hook.ome.io"),
+            ("CustomResourceDefinition", "nodeindexsummaries.ome-basemodel-hook.ome.io"),
             ("DecoratorController", "ome-node-index"),
         ]
     )
@@ -405,8 +410,9 @@ def test_compositecontroller_calls_the_hook_service_with_v2_strict_and_a_timeout
 # --------------------------------------------------------------------------
 
 DECORATOR_CRD = UPSTREAM_CRDS / "metacontroller.k8s.io_decoratorcontrollers.yaml"
-INDEX_KINDS = (NODE_INDEX, NODE_GROUP, NODE_MODEL_STATUS)
-STORED_INDEX = golden.FIXTURES / "nodes" / "sync" / "group-observed-children-marks-indexed.request.json"
+INDEX_KINDS = (NODE_INDEX, NODE_GROUP, NODE_MODEL_STATUS, NODE_INDEX_SUMMARY)
+STORED_INDEX = [golden.FIXTURES / "nodes" / "sync" / f"{case}.request.json"
+                for case in ("group-observed-children-marks-indexed", "namespace-folds-the-groups-statuses-into-the-summary")]
 
 
 @pytest.fixture(scope="module")
@@ -499,12 +505,15 @@ def resolve(obj, json_path):
 
 
 def stored_index_objects():
-    """The index's objects as the API server stores them, from a saved group sync."""
-    request = golden.load(STORED_INDEX)
-    objects = [request["parent"]]
-    for section in ("children", "related"):
-        for group in request[section].values():
-            objects += group.values()
+    """The index's objects as the API server stores them, from a saved group sync and a
+    saved sync of the hook's Namespace."""
+    objects = []
+    for path in STORED_INDEX:
+        request = golden.load(path)
+        objects.append(request["parent"])
+        for section in ("children", "related"):
+            for group in request[section].values():
+                objects += group.values()
     return objects
 
 
@@ -512,7 +521,7 @@ def stored_index_objects():
 def test_index_printer_columns_pick_a_value_from_stored_objects(our_crds, kind):
     """A mistyped jsonPath prints an empty column without any error from the API server."""
     objects = [o for o in stored_index_objects() if o["kind"] == kind]
-    assert objects, f"{STORED_INDEX.name} holds no {kind}"
+    assert objects, f"no saved request holds a {kind}"
     (version,) = our_crds[kind]["spec"]["versions"]
     columns = version["additionalPrinterColumns"]
     assert columns[-1] == {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
@@ -546,7 +555,10 @@ def test_index_objects_the_hook_builds_validate_against_the_crds(our_crds):
                      {**node_group("ome", "nodes-12"), "status": node_group_status(["10.0.10.105"], ["10.0.10.250"], ("10.0.10.90",))}],
         NODE_MODEL_STATUS: [node_model_status("ome", "nodes-12", "models.basemodel.llama", {"10.0.10.105": "Ready", "10.0.10.51": None}),
                             node_model_status("ome", "nodes-12", "models.basemodel.broken", {"10.0.10.51": None})],
+        NODE_INDEX_SUMMARY: [node_index_summary("ome", NO_NODES),
+                             node_index_summary("ome", NodeSet(frozenset({"10.0.10.105"}), frozenset({"10.0.10.250"}), ("10.0.10.90",)))],
     }
+    assert set(samples) == set(INDEX_KINDS)
     for kind, objects in samples.items():
         for obj in objects:
             assert errors_of(crd_schema(our_crds[kind]), obj) == [], obj

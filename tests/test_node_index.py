@@ -29,6 +29,7 @@ from hooks.nodes.index_objects import (
     NODE_GONE,
     NODE_GROUPS,
     NODE_INDEXES,
+    NODE_INDEX_SUMMARIES,
     NODE_MODEL_STATUSES,
     entry_name,
     group_of,
@@ -48,7 +49,7 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 LLAMA = "models.basemodel.llama-3.1-8b-instruct"
 QWEN = "models.basemodel.qwen2.5-7b-instruct"
 MISTRAL = "clusterbasemodel.mistral-7b-instruct-v0.3"
-ATTACHMENT_TYPES = (NODE_INDEXES, NODE_GROUPS, NODE_MODEL_STATUSES)
+ATTACHMENT_TYPES = (NODE_INDEXES, NODE_GROUPS, NODE_MODEL_STATUSES, NODE_INDEX_SUMMARIES)
 
 # Four nodes of one group, and one of another: group_of is a hash, so these are found, not chosen.
 GROUP = group_of("10.0.10.105")
@@ -246,16 +247,51 @@ def namespace(labelled: bool = True) -> dict[str, Any]:
             "metadata": {"name": "ome-basemodel-hook", "uid": "uid-ns", "labels": labels}}
 
 
-def sync_namespace(parent: dict[str, Any]) -> dict[str, Any]:
-    return decorator.sync({"parent": parent, "children": children(), "related": {}}, SETTINGS)
+def sync_namespace(parent: dict[str, Any], observed: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    return decorator.sync({"parent": parent, "children": children(observed), "related": {}}, SETTINGS)
 
 
 def test_labelled_namespace_holds_the_64_groups_in_omes_namespace_without_spec() -> None:
     answer = sync_namespace(namespace())
     assert answer["status"] is None
-    assert [o["metadata"] for o in answer["attachments"]] == [{"name": f"nodes-{n:02d}", "namespace": "ome"} for n in range(64)]
-    assert {(o["apiVersion"], o["kind"]) for o in answer["attachments"]} == {(API_VERSION, "NodeGroup")}
-    assert all(set(o) == {"apiVersion", "kind", "metadata"} for o in answer["attachments"])
+    groups = answer["attachments"][:-1]
+    assert [o["metadata"] for o in groups] == [{"name": f"nodes-{n:02d}", "namespace": "ome"} for n in range(64)]
+    assert {(o["apiVersion"], o["kind"]) for o in groups} == {(API_VERSION, "NodeGroup")}
+    assert all(set(o) == {"apiVersion", "kind", "metadata"} for o in groups)
+
+
+def test_namespace_without_group_statuses_holds_an_empty_summary() -> None:
+    """First install: no node is known yet, so every model keeps what its status says."""
+    summary = sync_namespace(namespace())["attachments"][-1]
+    assert summary == {"apiVersion": API_VERSION, "kind": "NodeIndexSummary",
+                       "metadata": {"name": "nodes", "namespace": "ome"}, "spec": {"indexed": [], "gone": []}}
+
+
+def stored_group(name: str, status: dict[str, Any] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "NodeGroup", "metadata": {"name": name, "namespace": "ome"}}
+    return obj if status is None else {**obj, "status": status}
+
+
+def test_summary_folds_every_groups_status_sorted_and_departed_group_by_group() -> None:
+    observed = [
+        stored_group(GROUP_NAMES[0], node_group_status([B], [], ("gone-1", "gone-0"))),
+        stored_group(GROUP_NAMES[1], node_group_status([A], [C])),
+        stored_group(GROUP_NAMES[2], None),
+    ]
+    spec = sync_namespace(namespace(), observed)["attachments"][-1]["spec"]
+    assert spec["indexed"] == sorted([A, B]) and spec["gone"] == [C]
+    assert spec["departed"] == ["gone-1", "gone-0"]
+
+
+def test_summary_ignores_groups_the_hook_does_not_derive() -> None:
+    stray = stored_group("nodes-64", node_group_status([A], [B]))
+    other = {**stored_group("nodes-00", node_group_status([C], [])), "metadata": {"name": "nodes-00", "namespace": "default"}}
+    assert sync_namespace(namespace(), [stray, other])["attachments"][-1]["spec"] == {"indexed": [], "gone": []}
+
+
+def test_summary_of_a_group_status_that_cannot_be_read_is_refused() -> None:
+    with pytest.raises(BadRequest, match="NodeGroup 'nodes-00'"):
+        sync_namespace(namespace(), [stored_group("nodes-00", {"indexed": "10.0.10.105", "gone": []})])
 
 
 def test_unlabelled_namespace_gets_no_groups() -> None:

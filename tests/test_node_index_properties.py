@@ -39,10 +39,13 @@ from hooks.nodes.index_objects import (
     NODE_GROUP,
     NODE_GROUPS,
     NODE_INDEX,
+    NODE_INDEX_SUMMARIES,
+    NODE_INDEX_SUMMARY,
     NODE_INDEXES,
     NODE_MODEL_STATUS,
     NODE_MODEL_STATUSES,
     RESOURCES,
+    SUMMARY_NAME,
     entry_name,
     group_of,
     model_label,
@@ -71,7 +74,8 @@ from tests.strategies import BOUNDED
 
 DECORATOR_RESPONSE = {"labels", "annotations", "status", "attachments", "resyncAfterSeconds"}
 """Metacontroller's decorator ``SyncHookResponse`` without ``finalized``: the index has no finalize hook."""
-CHILD_TYPES = {NODE_INDEX: NODE_INDEXES, NODE_GROUP: NODE_GROUPS, NODE_MODEL_STATUS: NODE_MODEL_STATUSES}
+CHILD_TYPES = {NODE_INDEX: NODE_INDEXES, NODE_GROUP: NODE_GROUPS, NODE_MODEL_STATUS: NODE_MODEL_STATUSES,
+               NODE_INDEX_SUMMARY: NODE_INDEX_SUMMARIES}
 
 
 def answer(request: Any, settings: Settings) -> dict[str, Any] | None:
@@ -129,11 +133,21 @@ def check_configmap_answer(request: dict[str, Any], settings: Settings, response
 
 
 def check_namespace_answer(request: dict[str, Any], settings: Settings, response: dict[str, Any]) -> None:
-    """The 64 groups, metadata only, in OME's namespace, held by the hook's Namespace only."""
+    """The 64 groups, metadata only, and the summary of the observed groups' statuses, in
+    OME's namespace, held by the hook's Namespace only."""
     assert response["status"] is None
     labels = request["parent"]["metadata"].get("labels", {})
-    holds = labels.get("ome-basemodel-hook.ome.io/node-groups") == "true"
-    assert response["attachments"] == ([node_group(settings.ome_namespace, name) for name in GROUP_NAMES] if holds else [])
+    if labels.get("ome-basemodel-hook.ome.io/node-groups") != "true":
+        assert response["attachments"] == []
+        return
+    assert response["attachments"][:-1] == [node_group(settings.ome_namespace, name) for name in GROUP_NAMES]
+    statuses = [obj.get("status") or {} for obj in request["children"][NODE_GROUPS].values()
+                if obj["metadata"]["namespace"] == settings.ome_namespace and obj["metadata"]["name"] in GROUP_NAMES]
+    spec = response["attachments"][-1]["spec"]
+    assert response["attachments"][-1]["metadata"] == {"name": SUMMARY_NAME, "namespace": settings.ome_namespace}
+    for key in ("indexed", "gone", "departed"):
+        assert set(spec.get(key, [])) == {node for status in statuses for node in status.get(key, [])}, key
+    assert spec["indexed"] == sorted(spec["indexed"]) and spec["gone"] == sorted(spec["gone"])
 
 
 def own_indexes(request: dict[str, Any], settings: Settings) -> list[dict[str, Any]]:
@@ -207,13 +221,20 @@ def reordered(request: dict[str, Any]) -> dict[str, Any]:
 
 def fed_back(request: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
     """The next request once Metacontroller applied the answer: the attachments are the
-    children, a group's status is on the group."""
+    children (an attached group keeps the status its own sync wrote: applying its metadata
+    leaves the status subresource alone), a group's status is on the group."""
     again = dict(request)
     if response["status"] is not None:
         again["parent"] = {**request["parent"], "status": copy.deepcopy(response["status"])}
     again["children"] = {type_key: {} for type_key in CHILD_TYPES.values()}
     for obj in copy.deepcopy(response["attachments"]):
-        again["children"].setdefault(CHILD_TYPES[obj["kind"]], {})[f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"] = obj
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        observed = request.get("children")
+        group = observed.get(CHILD_TYPES[obj["kind"]]) if isinstance(observed, dict) else None
+        earlier = group.get(key) if isinstance(group, dict) else None
+        if obj["kind"] == NODE_GROUP and isinstance(earlier, dict) and "status" in earlier:
+            obj["status"] = copy.deepcopy(earlier["status"])
+        again["children"].setdefault(CHILD_TYPES[obj["kind"]], {})[key] = obj
     return again
 
 

@@ -12,17 +12,17 @@ import pytest
 
 from hooks.nodes.index_objects import (
     API_VERSION,
-    GROUP_NAMES,
     MODEL_LABEL,
+    SUMMARY_NAME,
+    NodeSet,
     group_of,
     model_label,
-    node_group,
-    node_group_status,
+    node_index_summary,
     node_model_status,
 )
 from hooks.nodes.node_status import customize_rules, read_node_report
 from hooks.nodes.ome_keys import configmap_key, truncate_with_hash
-from hooks.observed import read_model
+from hooks.observed import BadRequest, read_model
 
 
 def _hash8(text: str) -> str:
@@ -87,31 +87,24 @@ def statuses(entries: Sequence[tuple[str, str | None]], key: str = KEY, namespac
     return [node_model_status(namespace, name, model_label(key), nodes) for name, nodes in sorted(by_group.items())]
 
 
-def groups(indexed: Sequence[str] = (), gone: Sequence[str] = (), departed: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """Every NodeGroup, each with its own nodes' part of the lists."""
-    found = []
-    for name in GROUP_NAMES:
-        obj = node_group("ome", name)
-        mine = [[n for n in names if group_of(n) == name] for names in (indexed, gone, departed)]
-        if any(mine):
-            obj["status"] = node_group_status(mine[0], mine[1], tuple(mine[2]))
-        found.append(obj)
-    return found
+def summary(indexed: Sequence[str] = (), gone: Sequence[str] = (), departed: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The summary of every group, as the hook's Namespace folds it."""
+    return [node_index_summary("ome", NodeSet(frozenset(indexed), frozenset(gone), tuple(departed)))]
 
 
 def report(entries: Sequence[tuple[str, str | None]], indexed: Sequence[str] | None, gone: Sequence[str] = (),
            status: dict[str, Any] | None = None, key: str = KEY, departed: Sequence[str] = ()) -> Any:
-    known = [] if indexed is None else groups(indexed, gone, departed)
+    known = [] if indexed is None else summary(indexed, gone, departed)
     return read_node_report(model(status), statuses(entries, key), known, "ome")
 
 
-def test_model_asks_for_its_own_statuses_by_label_and_every_group_by_name() -> None:
-    """By label, so another model's entry never wakes it; the groups by name, so a group's
-    status (changing only when nodes are indexed, go or depart) is all it reads of the others."""
+def test_model_asks_for_its_own_statuses_by_label_and_the_summary_by_name() -> None:
+    """By label, so another model's entry never wakes it; the summary by name, so the nodes
+    known (changing only when nodes are indexed, go or depart) are all it reads of the others."""
     assert customize_rules(model(), "ome") == [
         {"apiVersion": API_VERSION, "resource": "nodemodelstatuses", "namespace": "ome",
          "labelSelector": {"matchLabels": {MODEL_LABEL: KEY}}},
-        {"apiVersion": API_VERSION, "resource": "nodegroups", "namespace": "ome", "names": list(GROUP_NAMES)},
+        {"apiVersion": API_VERSION, "resource": "nodeindexsummaries", "namespace": "ome", "names": [SUMMARY_NAME]},
     ]
 
 
@@ -150,7 +143,7 @@ def test_departed_node_is_ignored_although_the_status_listed_it() -> None:
 
 
 def test_first_install_keeps_a_ready_status_while_the_index_is_built() -> None:
-    """No group status and no entry yet: the model keeps what OME's controller wrote, not In_Transit."""
+    """No summary and no entry yet: the model keeps what OME's controller wrote, not In_Transit."""
     found = report([], [], status={"state": "Ready", "nodesReady": [N1, N2], "nodesFailed": [N3]})
     assert (found.ready, found.failed, found.state) == ((N1, N2), (N3,), "Ready")
     assert read_node_report(model({"nodesReady": [N1]}), [], [], "ome").ready == (N1,)
@@ -168,16 +161,26 @@ def test_entries_of_another_model_are_ignored() -> None:
 
 def test_entries_outside_omes_namespace_are_ignored() -> None:
     """Only Metacontroller writes the index, and only in OME's namespace."""
-    found = read_node_report(model(), statuses([(N1, "Ready")], namespace="default"), groups([N1]), "ome")
+    found = read_node_report(model(), statuses([(N1, "Ready")], namespace="default"), summary([N1]), "ome")
     assert found.holding == ()
 
 
-@pytest.mark.parametrize(("name", "namespace"), [("nodes-64", "ome"), ("gpu-nodes", "ome"), (GROUP_NAMES[0], "default")],
-                         ids=["number-out-of-range", "other-name", "other-namespace"])
-def test_group_the_hook_does_not_derive_says_nothing_about_nodes(name: str, namespace: str) -> None:
-    stray = {**node_group(namespace, name), "status": node_group_status([N1], [N2], (N3,))}
+@pytest.mark.parametrize(("name", "namespace"), [("nodes-00", "ome"), (SUMMARY_NAME, "default")],
+                         ids=["other-name", "other-namespace"])
+def test_summary_the_hook_does_not_derive_says_nothing_about_nodes(name: str, namespace: str) -> None:
+    (stray,) = summary([N1], [N2], [N3])
+    stray["metadata"].update(name=name, namespace=namespace)
     found = read_node_report(model({"nodesReady": [N1, N2, N3]}), statuses([(N2, "Ready")]), [stray], "ome")
     assert found.ready == (N1, N2, N3)
+
+
+@pytest.mark.parametrize("spec", [None, [N1], {"indexed": N1, "gone": []}, {"indexed": [], "gone": [], "departed": [1]}],
+                         ids=["no-spec", "spec-list", "indexed-text", "departed-not-names"])
+def test_summary_that_cannot_be_read_is_refused_rather_than_forgotten(spec: Any) -> None:
+    (bad,) = summary([N1])
+    bad["spec"] = spec
+    with pytest.raises(BadRequest, match="NodeIndexSummary 'nodes'"):
+        read_node_report(model({"nodesReady": [N1]}), statuses([(N1, "Ready")]), [bad], "ome")
 
 
 def test_entry_that_does_not_parse_holds_deletion_back() -> None:

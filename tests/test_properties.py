@@ -22,11 +22,12 @@ from hooks.nodes.index_objects import (
     API_VERSION as INDEX_API_VERSION,
     GROUP_NAMES,
     MODEL_LABEL,
-    NODE_GROUP,
-    NODE_GROUPS,
+    NODE_INDEX_SUMMARIES,
+    NODE_INDEX_SUMMARY,
     NODE_MODEL_STATUS,
     NODE_MODEL_STATUSES,
     RESOURCES,
+    SUMMARY_NAME,
     model_label,
     node_model_status,
 )
@@ -147,8 +148,8 @@ def test_customize_answers_related_rules_or_a_400(drawn: tuple[dict[str, Any], S
             assert rule["labelSelector"] == {"matchLabels": {MODEL_LABEL: model_label(configmap_key(model.namespace, model.name))}}, \
                 "a model asking for more than its own statuses is woken by every other model's entries"
         else:
-            assert rule == {"apiVersion": INDEX_API_VERSION, "resource": RESOURCES[NODE_GROUP],
-                            "namespace": settings.ome_namespace, "names": list(GROUP_NAMES)}
+            assert rule == {"apiVersion": INDEX_API_VERSION, "resource": RESOURCES[NODE_INDEX_SUMMARY],
+                            "namespace": settings.ome_namespace, "names": [SUMMARY_NAME]}
         if "names" in rule:
             assert rule.get("namespace") and "labelSelector" not in rule
 
@@ -159,17 +160,17 @@ def _listed(status: dict[str, Any], name: str) -> set[str]:
 
 def index_says(request: dict[str, Any], model: Model, ome_namespace: str) -> tuple[set[str], set[str]]:
     """The nodes ready and failed by OME's rules over the index: the model's own statuses
-    in OME's namespace, minus the nodes a group lists as gone or departed; a node no group
-    lists as indexed, and without a status, keeps what the model's status said of it."""
+    in OME's namespace, minus the nodes the summary lists as gone or departed; a node it
+    does not list as indexed, and without a status, keeps what the model's status said of it."""
     label = model_label(configmap_key(model.namespace, model.name))
     own = {node: status
            for obj in request["related"][NODE_MODEL_STATUSES].values()
            if obj["metadata"]["namespace"] == ome_namespace and obj["metadata"]["labels"][MODEL_LABEL] == label
            for node, status in [*obj["spec"]["nodes"].items(), *((node, None) for node in obj["spec"].get("unreadable", []))]}
-    groups = [obj.get("status", {}) for obj in request["related"][NODE_GROUPS].values()
-              if obj["metadata"]["namespace"] == ome_namespace and obj["metadata"]["name"] in GROUP_NAMES]
-    indexed = {node for status in groups for node in status.get("indexed", [])}
-    ignored = {node for status in groups for key in ("gone", "departed") for node in status.get(key, [])}
+    summaries = [obj["spec"] for obj in request["related"][NODE_INDEX_SUMMARIES].values()
+                 if obj["metadata"]["namespace"] == ome_namespace and obj["metadata"]["name"] == SUMMARY_NAME]
+    indexed = {node for spec in summaries for node in spec.get("indexed", [])}
+    ignored = {node for spec in summaries for key in ("gone", "departed") for node in spec.get(key, [])}
     before_ready, before_failed = _listed(model.status, "nodesReady"), _listed(model.status, "nodesFailed")
     kept = (before_ready | before_failed) - own.keys() - indexed
     ready = {node for node, status in own.items() if status == ENTRY_READY} | (kept & before_ready)
@@ -181,7 +182,7 @@ def index_says(request: dict[str, Any], model: Model, ome_namespace: str) -> tup
 @given(consistent_requests(node_flow=True))
 def test_node_flow_status_follows_the_model_s_own_index_statuses(drawn: tuple[dict[str, Any], Settings]) -> None:
     """nodesReady and nodesFailed are OME's rule over the model's own statuses and the
-    groups' lists; another model's statuses, and objects outside OME's namespace, change
+    summary's lists; another model's statuses, and objects outside OME's namespace, change
     nothing (a selector mix-up or a copy elsewhere must not make a node ready)."""
     request, settings = drawn
     model = read_model(request["parent"])
