@@ -196,9 +196,12 @@ def test_a_deleted_node_disappears_from_every_model() -> None:
     built.sim.cluster.delete("v1", "Node", None, "node-c")
     model_syncs, index = built.run()
     # node-c is alone in its group: each model is woken by its NodeModelStatus there going
-    # and by the group's status naming node-c gone, once when both come together
+    # and by the summary naming node-c gone (a sync after the group's status), once when
+    # both come together
     assert set(model_syncs) == {name for _, _, name in MODELS} and set(model_syncs.values()) <= {1, 2}
     assert (index["update NodeIndex"], index["delete NodeModelStatus"], index["status write"]) == (1, 3, 1)
+    assert index["update NodeIndexSummary"] == 1
+    assert built.index("NodeIndexSummary")[0]["spec"]["gone"] == ["node-c"]
     for _, _, name in MODELS:
         assert built.status(name) == {"state": "Ready", "nodesReady": ["node-a", "node-b"]}
     assert {node for obj in built.index("NodeModelStatus") for node in obj["spec"]["nodes"]} == {"node-a", "node-b"}
@@ -220,6 +223,7 @@ def test_a_node_deleted_with_its_configmap_while_the_hook_is_down_disappears_onc
     for _, _, name in MODELS:
         assert built.status(name) == {"state": "Ready", "nodesReady": ["node-a", "node-b"]}
     assert built.sim.cluster.get(API_VERSION, "NodeGroup", "ome", group_of("node-c"))["status"]["departed"] == ["node-c"]
+    assert built.index("NodeIndexSummary")[0]["spec"]["departed"] == ["node-c"]
     assert built.states_written() == {"Ready"}
 
 
