@@ -199,16 +199,13 @@ def known_nodes(groups: list[dict[str, Any]], ome_namespace: str) -> NodeSet:
 
 
 def node_index_summary(namespace: str, known: NodeSet) -> dict[str, Any]:
-    """Every group's nodes in one object; lists sorted so the same nodes give the same
-    bytes, but ``departed`` (only there when not empty) as the groups keep it."""
-    spec: dict[str, Any] = {"indexed": sorted(known.indexed), "gone": sorted(known.gone)}
-    if known.departed:
-        spec["departed"] = list(known.departed)
+    """Every group's nodes in one object, in the shape of a group's status (``departed``
+    as the groups keep it)."""
     return {
         "apiVersion": API_VERSION,
         "kind": NODE_INDEX_SUMMARY,
         "metadata": {"name": SUMMARY_NAME, "namespace": namespace},
-        "spec": spec,
+        "spec": node_group_status(list(known.indexed), list(known.gone), known.departed),
     }
 
 
