@@ -294,6 +294,13 @@ def test_summary_of_a_group_status_that_cannot_be_read_is_refused() -> None:
         sync_namespace(namespace(), [stored_group("nodes-00", {"indexed": "10.0.10.105", "gone": []})])
 
 
+def test_namespace_sync_without_its_groups_is_refused_rather_than_forgetting_every_node() -> None:
+    """An empty summary would make every model forget which nodes departed."""
+    observed = {type_key: {} for type_key in ATTACHMENT_TYPES if type_key != NODE_GROUPS}
+    with pytest.raises(BadRequest, match=re.escape(NODE_GROUPS)):
+        decorator.sync({"parent": namespace(), "children": observed, "related": {}}, SETTINGS)
+
+
 def test_unlabelled_namespace_gets_no_groups() -> None:
     """Metacontroller asks about every Namespace it knows."""
     assert sync_namespace(namespace(labelled=False)) == {"status": None, "attachments": []}
