@@ -56,7 +56,7 @@ from hooks.sync import sync  # noqa: E402
 SHAPES = {
     "steady state, running Job": "sync/basemodel-job-running-v1-keys",
     "Job creation": "sync/basemodel-rbac-ready-creates-job",
-    "node flow, ready on some nodes": "sync/basemodel-hf-ready-on-some-nodes",
+    "hand-back, pvc:// -> hf://": "sync/basemodel-switched-from-pvc-to-hf",
 }
 # What ``basemodel-hook serve`` hands gunicorn (hooks/cli.py), as gunicorn's own flags.
 GUNICORN_FLAGS = ["--worker-class", "sync", "--timeout", "30", "--graceful-timeout", "20", "--keep-alive", "5",

@@ -45,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     replay = commands.add_parser("replay", help="print the hook's answer to a saved request")
     replay.add_argument("file", type=Path, help="a request body as Metacontroller sends it")
-    replay.add_argument("--hook", help="sync, customize, finalize, nodes/customize or nodes/sync (default: from the file's folder)")
+    replay.add_argument("--hook", help="sync, customize, finalize or label (default: from the file's folder)")
     replay.add_argument("--now", help="the clock, RFC 3339 (default: now)")
 
     args = parser.parse_args(argv)
@@ -240,9 +240,9 @@ def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -
 
 def _hook_of(file: Path, hooks: Sequence[str]) -> str:
     """The hook a saved request is for, from its folder as ``tests/fixtures`` lays them
-    out (``nodes/sync/`` holds the node index's); ``sync`` anywhere else."""
-    folder = file.absolute().parent
-    return next((hook for hook in (f"{folder.parent.name}/{folder.name}", folder.name) if hook in hooks), "sync")
+    out; ``sync`` anywhere else."""
+    folder = file.absolute().parent.name
+    return folder if folder in hooks else "sync"
 
 
 if __name__ == "__main__":

@@ -1,16 +1,14 @@
 """The customize hook: which related objects Metacontroller should send with each sync.
 
 Metacontroller caches this answer per parent generation, so the rules depend on the spec
-alone. A model asks only for what its flow reads: a PVC model never sees the nodes'
-ConfigMaps' index (OME's watch "filtered to exclude PVC models"), a node-flow model never
-sees a PVC.
+alone. It asks every parent of the CompositeController, selected or not, whenever a
+related object changes: a model that is not the hook's asks for nothing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from hooks.nodes import node_status
 from hooks.observed import read_model, read_request
 from hooks.pvc.metadata_job import model_labels
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
@@ -18,11 +16,11 @@ from hooks.settings import Settings
 
 
 def customize(body: Any, settings: Settings) -> dict[str, Any]:
-    """The PVC by name and the model's Job pods (whose messages explain failures), or the
-    model's part of the node index; nothing for a URI that does not parse."""
+    """The PVC by name and the model's Job pods (whose messages explain failures); nothing
+    for a model on other storage or a URI that does not parse."""
     model = read_model(read_request(body)["parent"])
     if not is_pvc_uri(model.storage_uri):
-        return {"relatedResources": node_status.customize_rules(model, settings.ome_namespace)}
+        return {"relatedResources": []}
     try:
         location = parse_pvc_uri(model.storage_uri, model.namespace)
     except StorageURIError:

@@ -27,8 +27,7 @@ CLUSTER_ROLES = "ClusterRole.rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE_BINDINGS = "ClusterRoleBinding.rbac.authorization.k8s.io/v1"
 PVCS = "PersistentVolumeClaim.v1"
 PODS = "Pod.v1"
-NODES = "Node.v1"
-CLUSTER_SCOPED = frozenset({CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, NODES})
+CLUSTER_SCOPED = frozenset({CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS})
 INT64_MAX = 2**63 - 1
 
 
@@ -47,6 +46,7 @@ class Model:
     spec: dict[str, Any]
     status: dict[str, Any]
     storage_uri: str
+    deleting: bool = False
 
     @property
     def cluster_scoped(self) -> bool:
@@ -91,7 +91,14 @@ def read_model(parent: dict[str, Any]) -> Model:
         spec=spec,  # type: ignore[arg-type]
         status=field(parent, "status"),
         storage_uri=uri,
+        deleting=bool(parent["metadata"].get("deletionTimestamp")),
     )
+
+
+def kept_status(model: Model) -> dict[str, Any]:
+    """The status fields that belong to whoever set them (``lifecycle``), carried over."""
+    lifecycle = model.status.get("lifecycle")
+    return {"lifecycle": lifecycle} if isinstance(lifecycle, str) else {}
 
 
 def read_parent_name(parent: dict[str, Any], *, namespaced: bool) -> tuple[str, str | None]:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, fields
 from decimal import Decimal
 from typing import Callable, Mapping
 
-from hooks.names import is_dns_label
 
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 _IMAGE = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
@@ -60,8 +59,6 @@ class Settings:
     retry_base_delay_seconds: int = 10
     retry_max_delay_seconds: int = 600
     max_attempts: int = 5
-    ome_namespace: str = "ome"
-    node_resync_seconds: int = 5
     finalize_resync_seconds: int = 30
     max_request_bytes: int = 32 * 1024 * 1024
     auth_token: str = ""
@@ -138,8 +135,6 @@ ENV_VARIABLES: dict[str, str] = {
     "retry_base_delay_seconds": "RETRY_BASE_DELAY_SECONDS",
     "retry_max_delay_seconds": "RETRY_MAX_DELAY_SECONDS",
     "max_attempts": "RETRY_MAX_ATTEMPTS",
-    "ome_namespace": "OME_NAMESPACE",
-    "node_resync_seconds": "NODE_RESYNC_SECONDS",
     "finalize_resync_seconds": "FINALIZE_RESYNC_SECONDS",
     "max_request_bytes": "HOOK_MAX_REQUEST_BYTES",
     "auth_token": "HOOK_AUTH_TOKEN",
@@ -216,8 +211,6 @@ _PARSERS: dict[str, Callable[[str, str], object]] = {
     "retry_base_delay_seconds": _integer(10, 3600),
     "retry_max_delay_seconds": _integer(10, 86400),
     "max_attempts": _integer(1, 100),
-    "ome_namespace": _matching(is_dns_label, "a valid namespace name"),
-    "node_resync_seconds": _integer(1, 3600),
     "finalize_resync_seconds": _integer(1, 3600),
     "max_request_bytes": _integer(1024, 1024**3),
 }

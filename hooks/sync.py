@@ -1,7 +1,8 @@
 """The pure core: a Metacontroller request and a clock in, the desired state out.
 
-Reading order of a decision: which flow (``pvc://`` or not), then storage, then the
-metadata Job, then the conditions and the state they imply. Nothing here does I/O or
+Reading order of a decision: whose model it is (``pvc://`` and still selected, or handed
+back to OME), then storage, then the metadata Job, then the conditions and the state they
+imply. Nothing here does I/O or
 reads the clock, so the same request at the same ``now`` always gives the same bytes.
 """
 
@@ -12,9 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
-from hooks.nodes import node_status
-from hooks.nodes.index_objects import NODE_INDEX_SUMMARIES, NODE_MODEL_STATUSES
-from hooks.observed import JOBS, PODS, PVCS, Model, has_children, object_group, read_model, read_request
+from hooks.hand_back import HANDED_BACK, hand_back
+from hooks.observed import JOBS, PODS, PVCS, Model, has_children, kept_status, object_group, read_model, read_request
 from hooks.pvc.claim import STORAGE_READY, judge_pvc
 from hooks.pvc.extraction import (
     FAILURE_REASONS,
@@ -43,23 +43,28 @@ class Decision:
 
     @property
     def reason(self) -> str:
-        """The Ready condition's reason: the first thing a person looks at."""
-        return next(str(item["reason"]) for item in self.response["status"]["conditions"] if item["type"] == READY_CONDITION)
+        """The Ready condition's reason, the first thing a person looks at; a handed-back
+        model's status has no conditions."""
+        conditions = self.response["status"].get("conditions", [])
+        return next((str(item["reason"]) for item in conditions if item["type"] == READY_CONDITION), HANDED_BACK)
 
     @property
     def job(self) -> str:
-        """The metadata Job of the latest attempt, or "" (the node flow has none)."""
+        """The metadata Job of the latest attempt, or "" (a handed-back model has none)."""
         return str(self.response["status"].get("metadataExtraction", {}).get("jobName", ""))
 
 
 def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False) -> Decision:
-    """Answer a sync call, or a finalize call (``finalize``, or ``finalizing: true`` in the body)."""
+    """Answer a sync call, or a finalize call (``finalize``, or ``finalizing: true`` in the body).
+
+    A finalize call for a model that is not being deleted means it left the controller's
+    selector: it is handed back, whatever its URI still says."""
     request = read_request(body)
     model = read_model(request["parent"])
     finalizing = finalize or request.get("finalizing") is True
-    if is_pvc_uri(model.storage_uri):
-        return _pvc_flow(request, model, settings, now, finalizing)
-    return _node_flow(request, model, settings, now, finalizing)
+    if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
+        return Decision(hand_back(request, model, finalizing, settings), "hand-back")
+    return _pvc_flow(request, model, settings, now, finalizing)
 
 
 def _pvc_flow(
@@ -102,7 +107,7 @@ def _pvc_flow(
 
     status = {
         "state": state,
-        **_lifecycle(model),
+        **kept_status(model),
         "conditions": stamp((storage, metadata, ready), model.status.get("conditions"), now, model.generation),
         **status,
     }
@@ -122,36 +127,3 @@ def _ready(storage: Condition, metadata: Condition) -> Condition:
         return Condition(READY_CONDITION, TRUE, "Ready", f"{storage.message}; {metadata.message}")
     first = storage if not storage.is_true else metadata
     return Condition(READY_CONDITION, FALSE, first.reason, first.message)
-
-
-def _node_flow(
-    request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
-) -> Decision:
-    """OME's status for downloaded models; never a child, so leftovers of a PVC past go."""
-    report = node_status.read_node_report(
-        model,
-        object_group(request, "related", NODE_MODEL_STATUSES, required=True),
-        object_group(request, "related", NODE_INDEX_SUMMARIES, required=True),
-        settings.ome_namespace,
-    )
-    condition = node_status.node_condition(report, finalizing)
-    status: dict[str, Any] = {"state": report.state, **_lifecycle(model)}
-    if report.ready:
-        status["nodesReady"] = list(report.ready)
-    if report.failed:
-        status["nodesFailed"] = list(report.failed)
-    status["conditions"] = stamp((condition,), model.status.get("conditions"), now, model.generation)
-    response: dict[str, Any] = {"status": status, "children": []}
-    if finalizing:
-        response["finalized"] = not report.holding and not has_children(request)
-        if not response["finalized"]:
-            response["resyncAfterSeconds"] = settings.finalize_resync_seconds
-    elif report.state == IN_TRANSIT:
-        response["resyncAfterSeconds"] = settings.node_resync_seconds
-    return Decision(response, "node")
-
-
-def _lifecycle(model: Model) -> dict[str, Any]:
-    """``lifecycle`` belongs to whoever set it; the hook only carries it over."""
-    lifecycle = model.status.get("lifecycle")
-    return {"lifecycle": lifecycle} if isinstance(lifecycle, str) else {}

@@ -1,7 +1,7 @@
 """Lifecycle scenarios: the hook driven by the simulated Metacontroller through a model's life.
 
 Each scenario builds a cluster (namespace ``models``, a PVC binder, the Job and TTL
-controllers, the agent, two nodes with OME's model agents), installs the shipped
+controllers, the agent), installs the shipped
 CompositeControllers with the hook, plays its story on the simulator's clock and returns
 what it cost: hook calls, child creates and deletes, status writes. ``python -m
 tests.lifecycle`` prints the table, with and without ``parentResource.ignoreStatusChanges``.
@@ -16,17 +16,15 @@ from datetime import datetime
 from typing import Any, Callable
 
 from hooks.http.app import create_app
-from hooks.nodes.ome_keys import configmap_key
 from hooks.settings import Settings
 from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
-from tests.metacontroller.kubernetes import Agent, JobController, NodeAgents, PVCBinder, Run, TTLController
+from tests.metacontroller.kubernetes import Agent, JobController, PVCBinder, Run, TTLController
 from tests.metacontroller.webhook import Hook
 
 SETTINGS = Settings()
 REPO = MANIFESTS.parent
 NAMESPACE = "models"
 PVC = "model-storage"
-NODES = ("node-a", "node-b")
 KINDS = ("BaseModel", "ClusterBaseModel")
 COLUMNS = ("sync", "finalize", "customize", "create", "delete", "status write")
 
@@ -39,7 +37,6 @@ class World:
     sim: Simulator
     binder: PVCBinder
     agent: Agent
-    nodes: NodeAgents
     jobs_created: list[float] = field(default_factory=list)
     transitions: list[tuple[float, str, str]] = field(default_factory=list)
 
@@ -67,15 +64,13 @@ class World:
     def delete_model(self) -> None:
         self.sim.cluster.delete("ome.io/v1beta1", self.kind, NAMESPACE if self.kind == "BaseModel" else None, "llama")
 
-    def node_key(self) -> str:
-        return configmap_key(NAMESPACE if self.kind == "BaseModel" else None, "llama")
-
     def state(self) -> tuple[str, str]:
+        """The state and the Ready condition's reason ("" for a status without conditions)."""
         model = self.model()
         assert model is not None
         status = model.get("status", {})
-        ready = next(item for item in status["conditions"] if item["type"] == "Ready")
-        return status["state"], ready["reason"]
+        ready = next((item for item in status.get("conditions", []) if item["type"] == "Ready"), {})
+        return status["state"], ready.get("reason", "")
 
     def jobs(self) -> list[dict[str, Any]]:
         return self.sim.cluster.list("batch/v1", "Job", NAMESPACE)
@@ -97,22 +92,19 @@ def world(kind: str, plan: list[Run] | None = None, *, ignore_status_changes: bo
     """A cluster with the PVC (``Bound``, ``Pending`` or ``None`` for none yet) and the controllers."""
     sim = Simulator()
     sim.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    sim.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ome"}})
     binder = PVCBinder(sim, bind_after=None)
     agent = Agent(sim)
     JobController(sim, plan, agent=agent)
     TTLController(sim)
-    nodes = NodeAgents(sim)
-    for node in NODES:
-        nodes.add_node(node)
     chosen = hook(sim) if hook else core_hook(SETTINGS, sim.clock)
-    install_node_index(sim, chosen)
     if pvc is not None:
         binder.create(NAMESPACE, PVC, phase="Pending")
         if pvc == "Bound":
             binder.bind(NAMESPACE, PVC)
-    built = World(kind, sim, binder, agent, nodes)
+    built = World(kind, sim, binder, agent)
     built._watch(sim.clock.now)
+    for manifest in manifests("label-keeper.yaml"):
+        sim.add_controller(manifest, chosen)
     for manifest in manifests("compositecontrollers.yaml"):
         manifest = copy.deepcopy(manifest)
         if ignore_status_changes is not None:
@@ -122,17 +114,6 @@ def world(kind: str, plan: list[Run] | None = None, *, ignore_status_changes: bo
         sim.add_controller(manifest, chosen)
     sim.settle()
     return built
-
-
-def install_node_index(sim: Simulator, hook: Hook) -> None:
-    """The hook's Namespace (the node index summary's parent) and the DecoratorController,
-    given a second to index the nodes (Metacontroller retries a sync whose related
-    informer has not synced yet), so each story starts with the index built."""
-    (namespace,) = manifests("namespace.yaml")
-    sim.cluster.create(copy.deepcopy(namespace))
-    for manifest in manifests("decoratorcontroller.yaml"):
-        sim.add_controller(manifest, hook)
-    sim.advance(1)
 
 
 def ready_world(kind: str, **options: Any) -> World:
@@ -166,9 +147,7 @@ def happy_path(kind: str, **options: Any) -> Outcome:
 
 
 def steady_state(kind: str, **options: Any) -> Outcome:
-    """100 resyncs of a Ready model whose Job is gone (``resyncPeriodSeconds: 60``). With the
-    shipped ``ignoreStatusChanges`` a resync would not even reach the hook, so it is off here."""
-    options.setdefault("ignore_status_changes", False)
+    """100 resyncs of a Ready model whose Job is gone (``resyncPeriodSeconds: 60``)."""
     built = ready_world(kind, resync_period=60, **options)
     built.sim.advance(3600)
     return measured(built, lambda: built.sim.advance(100 * 60))
@@ -226,8 +205,6 @@ def pvc_to_hf(kind: str, **options: Any) -> Outcome:
     built = ready_world(kind, **options)
 
     def story() -> None:
-        for node in NODES:
-            built.nodes.report(node, built.node_key(), "Ready")
         built.set_uri("hf://meta-llama/Llama-3.1-8B")
         built.sim.advance(60)
     return measured(built, story)
@@ -238,9 +215,7 @@ def hf_to_pvc(kind: str, **options: Any) -> Outcome:
 
     def story() -> None:
         built.create_model("hf://meta-llama/Llama-3.1-8B")
-        built.sim.advance(20)
-        built.nodes.report(NODES[0], built.node_key(), "Ready")
-        built.sim.advance(20)
+        built.sim.advance(40)
         built.set_uri(built.uri())
         built.sim.advance(600)
     return measured(built, story)
@@ -249,24 +224,6 @@ def hf_to_pvc(kind: str, **options: Any) -> Outcome:
 def delete_pvc_model(kind: str, **options: Any) -> Outcome:
     built = ready_world(kind, **options)
     return measured(built, built.delete_model, lambda: built.sim.advance(60))
-
-
-def delete_node_model(kind: str, **options: Any) -> Outcome:
-    """Ready on both nodes; deleted; the agents drop their entries 40 s and 70 s later."""
-    built = world(kind, **options)
-    built.create_model("hf://meta-llama/Llama-3.1-8B")
-    for node in NODES:
-        built.nodes.report(node, built.node_key(), "Ready")
-    built.sim.advance(60)
-
-    def story() -> None:
-        built.delete_model()
-        built.sim.advance(40)
-        built.nodes.report(NODES[0], built.node_key(), "Deleted")
-        built.sim.advance(30)
-        built.nodes.report(NODES[1], built.node_key(), None)
-        built.sim.advance(60)
-    return measured(built, story)
 
 
 def hook_restart_mid_job(kind: str, **options: Any) -> Outcome:
@@ -295,7 +252,6 @@ SCENARIOS: dict[str, Callable[..., Outcome]] = {
     "PVC -> hf://": pvc_to_hf,
     "hf:// -> PVC": hf_to_pvc,
     "deletion, PVC flow": delete_pvc_model,
-    "deletion, node flow": delete_node_model,
     "hook restart mid-Job": hook_restart_mid_job,
 }
 

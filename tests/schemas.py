@@ -26,7 +26,6 @@ CRD_FILES = {
     "BaseModel": REPO / "metacontroller" / "crd-basemodels.yaml",
     "ClusterBaseModel": REPO / "metacontroller" / "crd-clusterbasemodels.yaml",
 }
-INDEX_CRD_FILE = REPO / "metacontroller" / "crd-nodeindex.yaml"
 
 
 def kubernetes_errors(obj: dict[str, Any], version: str) -> list[str]:
@@ -169,26 +168,3 @@ def _crd_schema(path: Path) -> dict[str, Any]:
 def status_errors(kind: str, status: dict[str, Any]) -> list[str]:
     """Errors, or fields the API server would prune, in a status written to our CRD."""
     return errors_of(_crd_schema(CRD_FILES[kind])["properties"]["status"], status)
-
-
-@lru_cache(maxsize=None)
-def _index_versions() -> dict[str, dict[str, Any]]:
-    crds = [crd for crd in yaml.safe_load_all(INDEX_CRD_FILE.read_text(encoding="utf-8")) if crd]
-    return {crd["spec"]["names"]["kind"]: crd["spec"]["versions"][0] for crd in crds}
-
-
-@lru_cache(maxsize=None)
-def index_schemas() -> dict[str, dict[str, Any]]:
-    """Each node-index kind's openAPIV3Schema, as its CRD ships it."""
-    return {kind: version["schema"]["openAPIV3Schema"] for kind, version in _index_versions().items()}
-
-
-def index_kinds_with_status() -> frozenset[str]:
-    """The node index's kinds whose CRD has a status subresource."""
-    return frozenset(kind for kind, version in _index_versions().items() if "status" in version.get("subresources", {}))
-
-
-def index_object_errors(obj: dict[str, Any]) -> list[str]:
-    """Errors, or fields the API server would prune, in a node-index object."""
-    schema = index_schemas().get(obj.get("kind"))
-    return [f"no index CRD for kind {obj.get('kind')!r}"] if schema is None else errors_of(schema, obj)

@@ -3,8 +3,7 @@
 A request is drawn in two steps. First a consistent one: a parent, the children this hook
 would have built for it (Jobs of several attempts in every state, their ServiceAccount and
 RBAC, as the API server returns them), and the related objects its customize answer asked
-for (the PVC and the Jobs' pods, or the node flow's index: the model's statuses and the
-groups). Then, often, a few places of it are damaged: a value swapped for one of another
+for (the PVC and the Jobs' pods; nothing for a model on other storage). Then, often, a few places of it are damaged: a value swapped for one of another
 type, a huge or unicode string or a deep nest, a key removed, or a label, namespace or
 kind tampered with.
 """
@@ -12,26 +11,11 @@ kind tampered with.
 from __future__ import annotations
 
 import copy
-import json
 from datetime import timedelta
 from typing import Any, Callable
 
 from hypothesis import HealthCheck, settings as hypothesis_settings, strategies as st
 
-from hooks.nodes.index_objects import (
-    GROUP_NAMES,
-    NODE_INDEX_SUMMARIES,
-    NODE_MODEL_STATUSES,
-    SUMMARY_NAME,
-    group_of,
-    known_nodes,
-    model_label,
-    node_group,
-    node_group_status,
-    node_index_summary,
-    node_model_status,
-)
-from hooks.nodes.ome_keys import ENTRY_DELETED, ENTRY_FAILED, ENTRY_READY, configmap_key
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
@@ -47,10 +31,8 @@ from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, job_n
 from hooks.pvc.storage_uri import PVCLocation, StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from tests import golden
-from tests.metacontroller import manifests
 from tests.metacontroller.cluster import Clock, Cluster
-from tests.metacontroller.decorator import DECORATOR_ANNOTATION
-from tests.metacontroller.manage_children import LAST_APPLIED, MANAGER, controller_ref
+from tests.metacontroller.manage_children import MANAGER, controller_ref
 
 NOW = golden.FIXTURE_NOW
 BOUNDED = hypothesis_settings(
@@ -62,8 +44,6 @@ BOUNDED = hypothesis_settings(
 )
 """How every property runs: the same examples on every run, in a few seconds, whatever the machine's speed."""
 SETTINGS = (Settings(), Settings(max_attempts=2, agent_image="registry.example.com/ome-agent:v0.1.6"))
-OME_NAMESPACE = "ome"
-INDEX_CONTROLLER = "ome-node-index"
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 
@@ -99,9 +79,7 @@ NAMES = st.one_of(
     st.from_regex(r"[a-z0-9]([-a-z0-9]{0,14}[a-z0-9])?(\.[a-z0-9]{1,6})?", fullmatch=True),
 )
 NAMESPACES = st.sampled_from(["models", "team-a", "n" * 63])
-INDEX_NODES = ("node-a", "node-b", "node-c", "gpu-node-7", "10.0.10.105", "node-new")
-INDEX_STATUSES = st.sampled_from([ENTRY_READY, ENTRY_FAILED, ENTRY_DELETED, "Updating", None])
-OTHER_MODEL_LABEL = "models.basemodel.another-model"
+NODE_NAMES = ("node-a", "node-b", "node-c", "gpu-node-7", "10.0.10.105", "node-new")
 PVC_NAMES = st.sampled_from(["model-storage", "store.v2", "Bad_Name", ""])
 SUB_PATHS = st.sampled_from(["models/llama", "models/llama/", "模型/llama", "/abs", "a/../b", "a//b", "", "x" * 3000])
 TIMES = st.sampled_from(
@@ -155,18 +133,15 @@ def _record(draw: Draw, model: Model) -> dict[str, Any]:
     return record
 
 
-NODE_FLOW_URIS = st.sampled_from(["hf://meta-llama/Llama-3.1-8B", "oci://registry/model:1", "s3://bucket/llama"])
-
-
 @st.composite
-def parents(draw: Draw, node_flow: bool = False) -> tuple[dict[str, Any], Model]:
-    """A BaseModel or ClusterBaseModel as the API server stores it, and how the hook reads
-    it; with ``node_flow``, one whose model the agents download to the nodes."""
+def parents(draw: Draw) -> tuple[dict[str, Any], Model]:
+    """A BaseModel or ClusterBaseModel as the API server stores it, sometimes being
+    deleted, and how the hook reads it."""
     cluster = draw(st.booleans())
     kind = "ClusterBaseModel" if cluster else "BaseModel"
     name = draw(NAMES)
     namespace = None if cluster else draw(NAMESPACES)
-    uri = draw(NODE_FLOW_URIS if node_flow else storage_uris(namespace))
+    uri = draw(storage_uris(namespace))
     spec: dict[str, Any] = {"storage": {"storageUri": uri}, "modelFormat": {"name": "safetensors"}}
     if sometimes(draw, 4):
         spec.update(modelType="llama", modelArchitecture="LlamaForCausalLM", modelParameterSize="8.03B")
@@ -191,13 +166,16 @@ def parents(draw: Draw, node_flow: bool = False) -> tuple[dict[str, Any], Model]
             for kind in ("StorageReady", "MetadataReady", "Ready")
         ]
         if not is_pvc_uri(uri):
-            ready = draw(st.lists(st.sampled_from(INDEX_NODES), unique=True, max_size=3))
-            failed = [node for node in draw(st.lists(st.sampled_from(INDEX_NODES), unique=True, max_size=2)) if node not in ready]
+            ready = draw(st.lists(st.sampled_from(NODE_NAMES), unique=True, max_size=3))
+            failed = [node for node in draw(st.lists(st.sampled_from(NODE_NAMES), unique=True, max_size=2)) if node not in ready]
             status |= {key: sorted(nodes) for key, nodes in (("nodesReady", ready), ("nodesFailed", failed)) if nodes}
     if sometimes(draw, 5):
         status["lifecycle"] = "Deprecated"
+    deleting = sometimes(draw, 4)
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-11-30T11:59:30Z"
     parent = {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": metadata, "spec": spec, "status": status}
-    return parent, Model(kind, name, namespace, generation, spec, status, uri)
+    return parent, Model(kind, name, namespace, generation, spec, status, uri, deleting)
 
 
 def _condition(kind: str, reason: str, when: str, message: str = "") -> dict[str, Any]:
@@ -297,47 +275,6 @@ def pvcs(draw: Draw, location: PVCLocation) -> dict[str, Any]:
     return pvc
 
 
-def _installed_groups(api: Cluster) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The hook's Namespace and the 64 groups the DecoratorController attached to it."""
-    (namespace,) = manifests("namespace.yaml")
-    holder = api.create(copy.deepcopy(namespace))
-    return holder, {name: created(api, node_group(OME_NAMESPACE, name), holder, decorator=INDEX_CONTROLLER)
-                    for name in GROUP_NAMES}
-
-
-def node_index_related(draw: Draw, model: Model) -> dict[str, dict[str, Any]]:
-    """The node flow's related objects: the model's ``NodeModelStatus`` of each group
-    holding it (sometimes one of another model, which a real selector would not send),
-    and the ``NodeIndexSummary`` the hook's Namespace folded from the groups' statuses
-    (none yet while the index is being built).
-
-    The one place that knows their shape, so a redesign of the node flow changes only this."""
-    api = Cluster(Clock(NOW - timedelta(minutes=1)))
-    holder, groups = _installed_groups(api)
-    nodes = draw(st.lists(st.sampled_from(INDEX_NODES), unique=True, max_size=4))
-    label = model_label(configmap_key(model.namespace, model.name))
-    by_group: dict[str, dict[str, dict[str, str | None]]] = {}
-    for node in nodes:
-        chosen = OTHER_MODEL_LABEL if sometimes(draw, 8) else label
-        by_group.setdefault(group_of(node), {}).setdefault(chosen, {})[node] = draw(INDEX_STATUSES)
-    entries = [created(api, node_model_status(OME_NAMESPACE, group, chosen, statuses), groups[group], decorator=INDEX_CONTROLLER)
-               for group, labels in sorted(by_group.items()) for chosen, statuses in sorted(labels.items())]
-    summaries = {}
-    if draw(st.booleans()):
-        states = {node: draw(st.sampled_from(["indexed", "gone", "departed", "unknown"])) for node in INDEX_NODES}
-        for name in sorted({group_of(node) for node in INDEX_NODES}):
-            members = [node for node in INDEX_NODES if group_of(node) == name]
-            status = node_group_status([node for node in members if states[node] == "indexed"],
-                                       [node for node in members if states[node] == "gone"],
-                                       tuple(node for node in members if states[node] == "departed"))
-            groups[name] = api.update_status({**groups[name], "status": status})
-        summary = created(api, node_index_summary(OME_NAMESPACE, known_nodes([groups[name] for name in GROUP_NAMES], OME_NAMESPACE)),
-                          holder, decorator=INDEX_CONTROLLER)
-        summaries[f"{OME_NAMESPACE}/{SUMMARY_NAME}"] = summary
-    return {NODE_MODEL_STATUSES: {f"{OME_NAMESPACE}/{obj['metadata']['name']}": obj for obj in entries},
-            NODE_INDEX_SUMMARIES: summaries}
-
-
 def _key(obj: dict[str, Any], by_name: bool) -> str:
     """Hook version v1 under a namespaced parent keys objects by name; otherwise namespaced
     objects are keyed ``namespace/name`` and cluster-scoped ones by name."""
@@ -345,16 +282,11 @@ def _key(obj: dict[str, Any], by_name: bool) -> str:
     return f"{namespace}/{obj['metadata']['name']}" if namespace and not by_name else obj["metadata"]["name"]
 
 
-def created(api: Cluster, child: dict[str, Any], parent: dict[str, Any], *, decorator: str | None = None) -> dict[str, Any]:
+def created(api: Cluster, child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
     """A desired child as the API server returns it once Metacontroller created it for the
-    parent: a CompositeController's child carries the parent's selector label, a
-    DecoratorController's attachment its controller's annotation and what it applied."""
-    metadata = {**child["metadata"], "ownerReferences": [controller_ref(parent)]}
-    if decorator is None:
-        metadata["labels"] = {**child["metadata"].get("labels", {}), "controller-uid": parent["metadata"]["uid"]}
-    else:
-        metadata["annotations"] = {DECORATOR_ANNOTATION: decorator,
-                                   LAST_APPLIED: json.dumps(child, sort_keys=True, separators=(",", ":"))}
+    parent: owned by it and carrying the parent's selector label."""
+    metadata = {**child["metadata"], "ownerReferences": [controller_ref(parent)],
+                "labels": {**child["metadata"].get("labels", {}), "controller-uid": parent["metadata"]["uid"]}}
     return api.create({**child, "metadata": metadata}, manager=MANAGER)
 
 
@@ -366,11 +298,10 @@ def _location(model: Model) -> PVCLocation | None:
 
 
 @st.composite
-def consistent_requests(draw: Draw, node_flow: bool = False) -> tuple[dict[str, Any], Settings]:
-    """A sync request a real Metacontroller could send, and the settings the hook runs with
-    (with ``node_flow``, about a model of the node flow)."""
+def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
+    """A sync request a real Metacontroller could send, and the settings the hook runs with."""
     settings = draw(st.sampled_from(SETTINGS))
-    parent, model = draw(parents(node_flow))
+    parent, model = draw(parents())
     cluster = model.cluster_scoped
     by_name = not cluster and draw(st.booleans())
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if cluster else (ROLES, ROLE_BINDINGS)
@@ -400,8 +331,6 @@ def consistent_requests(draw: Draw, node_flow: bool = False) -> tuple[dict[str, 
         related[PVCS] = {_key(pvc, by_name): pvc for pvc in claims}
         pods = [draw(pods_of(job, model)) for job in jobs if draw(st.booleans())]
         related[PODS] = {_key(pod, by_name): pod for pod in pods}
-    elif not model.storage_uri.startswith("pvc://"):
-        related = node_index_related(draw, model)
     request = {
         "controller": {"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
                        "metadata": {"name": "clusterbasemodels" if cluster else "basemodels"}},
@@ -492,7 +421,7 @@ def damaged(draw: Draw, request: dict[str, Any]) -> dict[str, Any]:
         elif tamper == "labels" and metadata:
             draw(st.sampled_from(metadata))["labels"] = _odd(draw)
         elif tamper == "namespace" and metadata:
-            draw(st.sampled_from(metadata))["namespace"] = draw(st.sampled_from(["team-b", "models", OME_NAMESPACE, None])) if draw(st.booleans()) else _odd(draw)
+            draw(st.sampled_from(metadata))["namespace"] = draw(st.sampled_from(["team-b", "models", "ome", None])) if draw(st.booleans()) else _odd(draw)
         elif tamper == "kind" and objects:
             draw(st.sampled_from(jobs or objects))[draw(st.sampled_from(["kind", "apiVersion"]))] = draw(
                 st.sampled_from(["CronJob", "batch/v2", "ConfigMap", "v1", None]))

@@ -61,7 +61,7 @@ def sync_body(**changes: Any) -> dict[str, Any]:
         (b'{"parent": "llama"}', "no 'parent'"),
     ],
 )
-@pytest.mark.parametrize("hook", ["sync", "customize", "finalize", "nodes/customize", "nodes/sync"])
+@pytest.mark.parametrize("hook", ["sync", "customize", "finalize"])
 def test_unreadable_body_gets_400_with_json_error(client: FlaskClient, hook: str, data: bytes, message: str) -> None:
     reply = client.post(f"/{hook}", data=data, content_type="application/json")
     assert reply.status_code == 400
@@ -201,17 +201,18 @@ def test_metrics_count_requests_decisions_and_errors(client: FlaskClient, monkey
     assert 'basemodel_hook_request_duration_seconds_count{hook="sync",outcome="bad_request"} 1.0' in text
 
 
-def test_metrics_count_the_node_index_hooks_like_the_others(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_label_keeper_answers_its_decorator_request_and_refuses_a_composite_one(
+    client: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
-    for hook in ("nodes/customize", "nodes/sync"):
-        request_file = next((golden.FIXTURES / hook).glob("*.request.json"))
-        assert client.post(f"/{hook}", data=request_file.read_bytes()).status_code == 200
-    client.post("/nodes/sync", json={"object": {"kind": "ConfigMap"}})
+    request_file = golden.FIXTURES / "label" / "basemodel-pvc-new.request.json"
+    reply = client.post("/label", data=request_file.read_bytes())
+    assert reply.status_code == 200 and reply.get_json() == golden.load(golden.response_file(request_file))
+    refused = client.post("/label", json={"parent": golden.load(request_file)["object"]})
+    assert refused.status_code == 400 and "no 'object'" in refused.get_json()["error"]
     text = client.get("/metrics").get_data(as_text=True)
-    assert 'basemodel_hook_requests_total{hook="nodes/customize",outcome="ok"} 1.0' in text
-    assert 'basemodel_hook_requests_total{hook="nodes/sync",outcome="ok"} 1.0' in text
-    assert 'basemodel_hook_requests_total{hook="nodes/sync",outcome="bad_request"} 1.0' in text
-    assert 'basemodel_hook_request_duration_seconds_count{hook="nodes/sync",outcome="ok"} 1.0' in text
+    assert 'basemodel_hook_requests_total{hook="label",outcome="ok"} 1.0' in text
+    assert 'basemodel_hook_requests_total{hook="label",outcome="bad_request"} 1.0' in text
 
 
 def test_metrics_count_unexpected_errors_by_type(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,8 +316,6 @@ ANSWERED_IN_FRONT: dict[str, dict[str, Any]] = {
     "sync": {"data": FIXTURE_BODY},
     "customize": {"path": "/customize", "data": (golden.FIXTURES / "customize" / "basemodel-pvc.request.json").read_bytes()},
     "finalize": {"path": "/finalize", "data": (golden.FIXTURES / "finalize" / "basemodel-pvc-children-gone.request.json").read_bytes()},
-    "nodes-customize": {"path": "/nodes/customize", "data": (golden.FIXTURES / "nodes" / "customize" / "configmap-of-a-node.request.json").read_bytes()},
-    "nodes-sync": {"path": "/nodes/sync", "data": (golden.FIXTURES / "nodes" / "sync" / "group-observed-children-marks-indexed.request.json").read_bytes()},
     "chunked": {"data": FIXTURE_BODY, "chunked": True},
     "query-string": {"path": "/sync?watch=1", "data": FIXTURE_BODY},
     "empty": {"data": b""},

@@ -170,7 +170,7 @@ def test_bad_configuration_stops_serve_naming_what_was_given(args: list[str], en
 
 @pytest.mark.parametrize("hook", golden.HOOKS)
 def test_replay_prints_the_golden_answer_of_the_hook_its_folder_names(hook: str) -> None:
-    """Without ``--hook``, a saved request goes to the hook of its folder, the node index's too."""
+    """Without ``--hook``, a saved request goes to the hook of its folder."""
     request_file = sorted((golden.FIXTURES / hook).glob("*.request.json"))[0]
     result = subprocess.run(
         [str(SCRIPT), "replay", str(request_file), "--now", "2026-11-30T12:00:00Z"],
@@ -184,12 +184,10 @@ def test_replay_prints_the_golden_answer_of_the_hook_its_folder_names(hook: str)
 
 def test_replay_refuses_a_hook_the_server_does_not_serve() -> None:
     request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
-    result = subprocess.run([str(SCRIPT), "replay", str(request_file), "--hook", "nodes/finalize"],
+    result = subprocess.run([str(SCRIPT), "replay", str(request_file), "--hook", "nodes/sync"],
                             capture_output=True, text=True, timeout=20)
     assert result.returncode == 2
-    assert result.stderr.splitlines() == [
-        "basemodel-hook: --hook 'nodes/finalize' is not one of sync, customize, finalize, nodes/customize, nodes/sync"
-    ]
+    assert result.stderr.splitlines() == ["basemodel-hook: --hook 'nodes/sync' is not one of sync, customize, finalize, label"]
 
 
 def test_replay_into_a_pipe_closed_early_ends_quietly() -> None:

@@ -210,6 +210,7 @@ def test_record_without_a_result_is_written_back_without_one_while_deleting() ->
     request = rbac_ready()
     uri = request["parent"]["spec"]["storage"]["storageUri"]
     request["parent"]["status"]["metadataExtraction"] = {"storageUri": uri, "attempts": 1, "jobName": "llama-metadata-1"}
+    request["parent"]["metadata"]["deletionTimestamp"] = "2026-11-30T11:59:50Z"
     record = sync(request, SETTINGS, NOW, finalize=True).response["status"]["metadataExtraction"]
     assert "result" not in record and record["attempts"] == 1
 
@@ -219,8 +220,8 @@ def test_decision_reports_the_answers_own_state_ready_reason_and_job() -> None:
     status = decision.response["status"]
     assert (decision.flow, decision.state, decision.reason) == ("pvc", "In_Transit", "JobPending")
     assert decision.job == status["metadataExtraction"]["jobName"] != ""
-    node_model = golden.load(golden.FIXTURES / "sync" / "basemodel-hf-ready-on-some-nodes.request.json")
-    assert sync(node_model, SETTINGS, NOW).job == ""
+    handed_back = sync(golden.load(golden.FIXTURES / "sync" / "basemodel-switched-from-pvc-to-hf.request.json"), SETTINGS, NOW)
+    assert (handed_back.flow, handed_back.state, handed_back.reason, handed_back.job) == ("hand-back", "In_Transit", "HandedBack", "")
 
 
 def test_failure_quotes_its_pod_from_the_records_own_field_once_the_pods_are_gone() -> None:

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from hooks.nodes.decorator import PARENTS
-from hooks.nodes.index_objects import API_VERSION, NODE_GROUP
 from tests import golden
 from tests.metacontroller.feedback import apply
-from tests.schemas import (
-    KUBERNETES_VERSIONS,
-    index_object_errors,
-    kubernetes_errors,
-    status_errors,
-)
+from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
 
 CASES = golden.cases()
 IDS = [f"{golden.hook_of(path)}/{path.name.removesuffix('.request.json')}" for path in CASES]
@@ -26,10 +18,8 @@ ANSWER_KEYS = {
     "sync": {"status", "children", "resyncAfterSeconds"},
     "finalize": {"status", "children", "resyncAfterSeconds", "finalized"},
     "customize": {"relatedResources"},
-    "nodes/customize": {"relatedResources"},
-    "nodes/sync": {"status", "attachments"},
+    "label": {"labels"},
 }
-CLUSTER_SCOPED_RELATED = {"nodes"}
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +98,7 @@ def test_feeding_the_answer_back_reaches_a_fixpoint(request_file: Path) -> None:
     pytest.fail(f"children still changing after 4 rounds; last answer: {json.dumps(response)[:2000]}")
 
 
-CUSTOMIZE_CASES = [path for path in CASES if golden.hook_of(path).endswith("customize")]
+CUSTOMIZE_CASES = [path for path in CASES if golden.hook_of(path) == "customize"]
 
 
 @pytest.mark.parametrize("request_file", CUSTOMIZE_CASES, ids=[path.name for path in CUSTOMIZE_CASES])
@@ -116,77 +106,11 @@ def test_related_rules_obey_metacontrollers_combination_rules(
     request_file: Path, answers: dict[Path, tuple[int, bytes]]
 ) -> None:
     """Metacontroller fails the sync on a rule that mixes selection modes, and a ``names``
-    rule without a namespace would match that name in every namespace (which is right only
-    for cluster-scoped objects such as Nodes)."""
+    rule without a namespace would match that name in every namespace."""
     allowed = {"apiVersion", "resource", "labelSelector", "namespaceSelector", "namespace", "names"}
     for rule in json.loads(answers[request_file][1])["relatedResources"]:
         assert set(rule) <= allowed and rule["apiVersion"] and rule["resource"]
         assert not ("names" in rule and ({"labelSelector", "namespaceSelector"} & set(rule)))
         assert not ("namespace" in rule and "namespaceSelector" in rule)
-        if "names" in rule and rule["resource"] not in CLUSTER_SCOPED_RELATED:
+        if "names" in rule:
             assert rule.get("namespace")
-
-
-INDEX_CASES = [path for path in CASES if golden.hook_of(path) == "nodes/sync"]
-INDEX_IDS = [path.name.removesuffix(".request.json") for path in INDEX_CASES]
-
-
-def test_there_are_index_fixtures_for_every_parent_kind_and_hook() -> None:
-    index_hooks = [path for path in CASES if golden.hook_of(path).startswith("nodes/")]
-    served = {(golden.hook_of(path), golden.load(path)["parent"]["kind"]) for path in index_hooks}
-    assert served == {(hook, kind) for hook in ("nodes/customize", "nodes/sync") for kind in PARENTS}
-
-
-@pytest.mark.parametrize("request_file", INDEX_CASES, ids=INDEX_IDS)
-def test_index_answer_writes_only_a_groups_status_and_validates_against_the_index_crds(
-    request_file: Path, answers: dict[Path, tuple[int, bytes]]
-) -> None:
-    """Metacontroller must never write the agents' ConfigMaps or the Namespace; a group's
-    status goes through its status subresource, so the CRD must keep all of it."""
-    parent = golden.load(request_file)["parent"]
-    body = json.loads(answers[request_file][1])
-    assert "labels" not in body and "annotations" not in body
-    if parent["kind"] == NODE_GROUP:
-        assert index_object_errors({**parent, "status": body["status"]}) == []
-    else:
-        assert body["status"] is None
-    for attachment in body["attachments"]:
-        assert index_object_errors(attachment) == [], attachment["metadata"]["name"]
-
-
-@pytest.mark.parametrize("request_file", SYNC_CASES + INDEX_CASES, ids=SYNC_IDS + INDEX_IDS)
-def test_index_objects_in_saved_requests_are_as_the_crds_store_them(request_file: Path) -> None:
-    """The node flow's and the decorator's requests carry index objects; each must be one
-    the API server would have accepted (closed schema: nothing pruned)."""
-    request = golden.load(request_file)
-    if request["parent"]["apiVersion"] == API_VERSION:
-        assert index_object_errors(request["parent"]) == [], request["parent"]["metadata"]["name"]
-    for section in ("children", "related"):
-        for type_key, group in request.get(section, {}).items():
-            if type_key.endswith(API_VERSION):
-                for obj in group.values():
-                    assert index_object_errors(obj) == [], obj["metadata"]["name"]
-
-
-@pytest.mark.parametrize("request_file", INDEX_CASES, ids=INDEX_IDS)
-def test_index_answer_fed_back_reaches_a_fixpoint(request_file: Path) -> None:
-    """Once Metacontroller has made the attachments (and written a group's status), the
-    answer repeats: a Node heartbeat or an unchanged ConfigMap costs no write."""
-    request: dict[str, Any] = golden.load(request_file)
-    test_client = golden.client()
-    response = test_client.post("/nodes/sync", json=request).get_json()
-    for _ in range(3):
-        following = copy.deepcopy(request)
-        if response["status"] is not None:
-            following["parent"]["status"] = response["status"]
-        children = following["children"]
-        for group in children.values():
-            group.clear()
-        for attachment in response["attachments"]:
-            children[f"{attachment['kind']}.{attachment['apiVersion']}"][
-                f"{attachment['metadata']['namespace']}/{attachment['metadata']['name']}"] = attachment
-        answer = test_client.post("/nodes/sync", json=following).get_json()
-        if answer == response:
-            return
-        request, response = following, answer
-    pytest.fail(f"attachments still changing after 3 rounds: {json.dumps(response)[:2000]}")

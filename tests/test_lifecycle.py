@@ -14,22 +14,21 @@ from typing import Any
 import pytest
 
 from tests import lifecycle
-from tests.lifecycle import KINDS, NODES, SCENARIOS, Outcome, hook_calls, row
+from tests.lifecycle import KINDS, SCENARIOS, Outcome, hook_calls, row
 
 # sync, finalize, customize, create, delete, status write | sync + finalize without ignoreStatusChanges
 EXPECTED = {
     "happy path to Ready": ((5, 0, 2, 4, 0, 4), 7),
     "100 resyncs, steady state": ((100, 0, 5, 0, 0, 0), 100),
-    "TTL removes the finished Job": ((2, 0, 1, 0, 3, 0), 4),
+    "TTL removes the finished Job": ((4, 0, 2, 0, 3, 0), 4),
     "Job fails twice, then succeeds": ((27, 0, 2, 6, 0, 10), 33),
     "Job deadline exceeded": ((9, 0, 1, 5, 0, 6), 12),
     "PVC late, bound later, deleted": ((8, 0, 2, 4, 0, 7), 13),
-    "agent fills the spec, a day passes": ((2, 0, 1, 0, 3, 0), 50),
+    "agent fills the spec, a day passes": ((50, 0, 48, 0, 3, 0), 50),
     "URI changed mid-Job": ((8, 0, 3, 5, 1, 6), 11),
-    "PVC -> hf://": ((3, 0, 1, 0, 4, 2), 4),
-    "hf:// -> PVC": ((12, 0, 3, 4, 0, 6), 16),
+    "PVC -> hf://": ((0, 2, 1, 0, 4, 1), 2),
+    "hf:// -> PVC": ((5, 0, 2, 4, 0, 4), 7),
     "deletion, PVC flow": ((0, 2, 1, 0, 4, 1), 2),
-    "deletion, node flow": ((0, 7, 1, 0, 0, 2), 7),
     "hook restart mid-Job": ((5, 0, 2, 4, 0, 4), 7),
 }
 CASES = [(name, kind) for name in SCENARIOS for kind in KINDS]
@@ -133,35 +132,24 @@ def test_a_uri_change_mid_job_replaces_the_job(kind: str, outcomes: Any) -> None
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_switching_to_hf_drops_every_child_and_reports_the_nodes(kind: str, outcomes: Any) -> None:
+def test_switching_to_hf_drops_every_child_and_hands_the_status_back(kind: str, outcomes: Any) -> None:
     outcome = outcomes[("PVC -> hf://", kind, True)]
-    status = outcome.world.model()["status"]
-    assert status["state"] == "Ready" and status["nodesReady"] == list(NODES) and "storage" not in status
+    assert outcome.world.model()["status"] == {"state": "In_Transit", "observedGeneration": 3}
     assert outcome.world.jobs() == [] and outcome.world.sim.cluster.list("v1", "ServiceAccount") == []
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_switching_to_pvc_extracts_once(kind: str, outcomes: Any) -> None:
     outcome = outcomes[("hf:// -> PVC", kind, True)]
-    assert reasons(outcome) == ["WaitingForNodes", "NodesReady", "JobPending", "JobRunning", "Ready"]
+    assert reasons(outcome) == ["JobPending", "JobRunning", "Ready"]
     assert outcome.world.jobs_created == [40.005] and "nodesReady" not in outcome.world.model()["status"]
 
 
-@pytest.mark.parametrize("name", ["deletion, PVC flow", "deletion, node flow"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_deletion_ends_with_the_model_and_its_children_gone(name: str, kind: str, outcomes: Any) -> None:
-    world = outcomes[(name, kind, True)].world
+def test_deletion_ends_with_the_model_and_its_children_gone(kind: str, outcomes: Any) -> None:
+    world = outcomes[("deletion, PVC flow", kind, True)].world
     assert world.model() is None and world.jobs() == []
     assert world.sim.cluster.list("v1", "ServiceAccount") == []
-
-
-@pytest.mark.parametrize("kind", KINDS)
-def test_node_flow_deletion_waits_for_every_node(kind: str, outcomes: Any) -> None:
-    """Ready (on one node, then as the second node's group is indexed, on both), then
-    waiting for both nodes, then for the one whose entry still holds the model."""
-    outcome = outcomes[("deletion, node flow", kind, True)]
-    assert reasons(outcome) == ["NodesReady", "WaitingForNodes"]
-    assert [reason for _, _, reason in outcome.world.transitions].count("WaitingForNodes") == 2
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -21,28 +21,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from hooks.nodes.index_objects import (
-    API_VERSION,
-    GROUP,
-    GROUP_LABEL,
-    GROUPS_PARENT_LABEL,
-    INDEXED,
-    NODE_GONE,
-    NODE_GROUP,
-    NODE_INDEX,
-    NODE_INDEX_SUMMARY,
-    NODE_MODEL_STATUS,
-    NO_NODES,
-    RESOURCES,
-    NodeSet,
-    node_group,
-    node_group_status,
-    node_index,
-    node_index_summary,
-    node_model_status,
-)
-from hooks.nodes.ome_keys import STATUS_LABEL
-from tests import dockerfile, golden
+from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL
+from tests import dockerfile
 from tests.kustomize import readme_kustomization, render, write_overlay
 from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
 
@@ -287,11 +267,7 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
             ("ClusterRoleBinding", "ome-basemodel-hook-metacontroller"),
             ("CompositeController", "ome-basemodels"),
             ("CompositeController", "ome-clusterbasemodels"),
-            ("CustomResourceDefinition", "nodemodelstatuses.ome-basemodel-hook.ome.io"),
-            ("CustomResourceDefinition", "nodeindexes.ome-basemodel-hook.ome.io"),
-            ("CustomResourceDefinition", "nodegroups.ome-basemodel-hook.ome.io"),
-            ("CustomResourceDefinition", "nodeindexsummaries.ome-basemodel-hook.ome.io"),
-            ("DecoratorController", "ome-node-index"),
+            ("DecoratorController", "ome-basemodel-storage-label"),
         ]
     )
 
@@ -371,7 +347,8 @@ def test_compositecontroller_validates_against_metacontrollers_crd(
 def test_compositecontroller_declares_exactly_the_hooks_children_with_ondelete(controllers, name):
     parent, children = CHILDREN[name]
     spec = controllers[name]["spec"]
-    assert spec["parentResource"] == {"apiVersion": "ome.io/v1beta1", "resource": parent, "ignoreStatusChanges": True}
+    assert spec["parentResource"] == {"apiVersion": "ome.io/v1beta1", "resource": parent, "ignoreStatusChanges": True,
+                                      "labelSelector": {"matchLabels": {STORAGE_LABEL: PVC_STORAGE}}}
     assert spec["generateSelector"] is True
     declared = [(c["apiVersion"], c["resource"]) for c in spec["childResources"]]
     assert sorted(declared) == sorted(children)
@@ -406,18 +383,17 @@ def test_compositecontroller_calls_the_hook_service_with_v2_strict_and_a_timeout
 
 
 # --------------------------------------------------------------------------
-# The node index: DecoratorController and its CRDs
+# The label keeper: DecoratorController
 # --------------------------------------------------------------------------
 
 DECORATOR_CRD = UPSTREAM_CRDS / "metacontroller.k8s.io_decoratorcontrollers.yaml"
-INDEX_KINDS = (NODE_INDEX, NODE_GROUP, NODE_MODEL_STATUS, NODE_INDEX_SUMMARY)
-STORED_INDEX = [golden.FIXTURES / "nodes" / "sync" / f"{case}.request.json"
-                for case in ("group-observed-children-marks-indexed", "namespace-folds-the-groups-statuses-into-the-summary")]
+# DecoratorControllerResource in Metacontroller's pkg/apis/metacontroller/v1alpha1/types.go.
+DECORATOR_RESOURCE_FIELDS = {"apiVersion", "resource", "labelSelector", "annotationSelector", "ignoreStatusChanges"}
 
 
 @pytest.fixture(scope="module")
 def decorator(rendered):
-    return one(rendered, "DecoratorController", "ome-node-index")
+    return one(rendered, "DecoratorController", "ome-basemodel-storage-label")
 
 
 def test_decoratorcontroller_validates_against_metacontrollers_crd(decorator):
@@ -434,148 +410,36 @@ def test_decoratorcontroller_hooks_validate_as_metacontroller_hooks(decorator, c
         assert errors_of(hook_schema, hook) == [], name
 
 
-def test_decoratorcontroller_decorates_the_agents_configmaps_the_hook_namespace_and_the_groups(decorator, rendered):
-    """Every NodeGroup is a parent (no selector): the hook answers nothing for one it did not derive."""
-    resources = decorator["spec"]["resources"]
-    assert resources == [
-        {"apiVersion": "v1", "resource": "configmaps", "labelSelector": {"matchLabels": {STATUS_LABEL: "true"}}},
-        {"apiVersion": "v1", "resource": "namespaces", "labelSelector": {"matchLabels": {GROUPS_PARENT_LABEL: "true"}}},
-        {"apiVersion": API_VERSION, "resource": RESOURCES[NODE_GROUP]},
+def test_label_keeper_looks_at_every_model_of_both_kinds_but_not_at_status_writes(decorator):
+    """No selector: a model created before the keeper, or whose label someone removed, is
+    labelled again; a status write (OME's or Metacontroller's) does not call it."""
+    assert decorator["spec"]["resources"] == [
+        {"apiVersion": "ome.io/v1beta1", "resource": resource, "ignoreStatusChanges": True}
+        for resource in ("basemodels", "clusterbasemodels")
     ]
-    namespace = one(rendered, "Namespace", HOOK_NS)
-    selected = [o for o in rendered if o["kind"] == "Namespace" and matches(resources[1]["labelSelector"], o["metadata"].get("labels", {}))]
-    assert selected == [namespace]
+    for resource in decorator["spec"]["resources"]:
+        assert set(resource) <= DECORATOR_RESOURCE_FIELDS
 
 
-def test_decoratorcontroller_attaches_the_index_kinds_in_place(decorator):
-    """InPlace: a status changes by one update (one model woken), never by delete and create,
-    which would leave a moment without it."""
-    attachments = decorator["spec"]["attachments"]
-    assert [(a["apiVersion"], a["resource"]) for a in attachments] == [(API_VERSION, RESOURCES[kind]) for kind in INDEX_KINDS]
-    for attachment in attachments:
-        assert attachment["updateStrategy"] == {"method": "InPlace"}, attachment
-
-
-def test_decoratorcontroller_calls_the_nodes_hooks_with_v2_strict_and_never_finalizes(decorator, rendered):
-    """No finalize hook: it would put Metacontroller's finalizer on the agents' ConfigMaps."""
-    hooks = decorator["spec"]["hooks"]
-    assert set(hooks) == {"customize", "sync"}
+def test_label_keeper_has_only_a_sync_hook_and_no_attachments(decorator, rendered):
+    """A finalize hook would put Metacontroller's finalizer on every model, OME's too;
+    attachments would make it own objects. It only labels."""
+    assert set(decorator["spec"]) == {"resources", "hooks"}
+    (hook,) = decorator["spec"]["hooks"].values()
+    assert set(decorator["spec"]["hooks"]) == {"sync"}
     service = one(rendered, "Service", HOOK_NAME)
-    for name, hook in hooks.items():
-        assert hook["version"] == "v2", name
-        assert hook["webhook"]["service"] == {
-            "name": service["metadata"]["name"], "namespace": service["metadata"]["namespace"], "port": 80, "protocol": "http",
-        }
-        assert hook["webhook"]["path"] == f"/nodes/{name}"
-        assert hook["webhook"]["responseUnMarshallMode"] == "strict"
-        assert GO_DURATION.match(hook["webhook"]["timeout"])
-        assert "etag" not in hook["webhook"]
-
-
-@pytest.mark.parametrize("kind", INDEX_KINDS)
-def test_index_crd_is_namespaced_structural_closed_and_matches_the_hook(our_crds, kind):
-    crd = our_crds[kind]
-    assert crd["metadata"]["name"] == f"{RESOURCES[kind]}.{GROUP}"
-    assert crd["spec"]["group"] == GROUP and crd["spec"]["scope"] == "Namespaced"
-    assert crd["spec"]["names"]["plural"] == RESOURCES[kind]
-    (version,) = crd["spec"]["versions"]
-    assert f"{GROUP}/{version['name']}" == API_VERSION and version["served"] and version["storage"]
-    for path, node in walk_schema(crd_schema(crd)):
-        assert "x-kubernetes-preserve-unknown-fields" not in node, path
-        assert "type" in node, f"{path} has no type (not structural)"
-
-
-def test_only_the_group_crd_has_a_status_subresource(our_crds):
-    """A group's status is the hook's answer, written through the subresource; the
-    NodeIndex and NodeModelStatus are attachments whose spec is all there is."""
-    with_status = {kind for kind in INDEX_KINDS if "status" in our_crds[kind]["spec"]["versions"][0].get("subresources", {})}
-    assert with_status == {NODE_GROUP}
-
-
-def resolve(obj, json_path):
-    """The value a printer column's simple JSONPath (``.a.b``, ``\\.`` in keys, ``[n]``) picks, or None."""
-    value = obj
-    for part in re.split(r"(?<!\\)\.", json_path.removeprefix(".")):
-        name, _, index = part.replace("\\.", ".").partition("[")
-        value = value.get(name) if isinstance(value, dict) else None
-        if index:
-            position = int(index.rstrip("]"))
-            value = value[position] if isinstance(value, list) and len(value) > position else None
-    return value
-
-
-def stored_index_objects():
-    """The index's objects as the API server stores them, from a saved group sync and a
-    saved sync of the hook's Namespace."""
-    objects = []
-    for path in STORED_INDEX:
-        request = golden.load(path)
-        objects.append(request["parent"])
-        for section in ("children", "related"):
-            for group in request[section].values():
-                objects += group.values()
-    return objects
-
-
-@pytest.mark.parametrize("kind", INDEX_KINDS)
-def test_index_printer_columns_pick_a_value_from_stored_objects(our_crds, kind):
-    """A mistyped jsonPath prints an empty column without any error from the API server."""
-    objects = [o for o in stored_index_objects() if o["kind"] == kind]
-    assert objects, f"no saved request holds a {kind}"
-    (version,) = our_crds[kind]["spec"]["versions"]
-    columns = version["additionalPrinterColumns"]
-    assert columns[-1] == {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-    for column in columns:
-        assert any(resolve(o, column["jsonPath"]) is not None for o in objects), column
-
-
-def test_printer_column_resolver_misses_a_mistyped_path():
-    obj = {"metadata": {"labels": {GROUP_LABEL: "nodes-12"}, "ownerReferences": [{"name": "nodes-12"}]}}
-    assert resolve(obj, ".metadata.labels." + GROUP_LABEL.replace(".", "\\.")) == "nodes-12"
-    assert resolve(obj, ".metadata.ownerReferences[0].name") == "nodes-12"
-    assert resolve(obj, ".metadata.labels." + GROUP_LABEL) is None
-    assert resolve(obj, ".metadata.ownerReferences[1].name") is None
-
-
-def test_nodemodelstatus_columns_show_a_models_nodes_and_their_group(our_crds):
-    """`kubectl get -n ome nms -l <model label>` lists, group by group, the nodes holding the model."""
-    (version,) = our_crds[NODE_MODEL_STATUS]["spec"]["versions"]
-    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
-    assert columns == {"Model": ".metadata.labels.ome-basemodel-hook\\.ome\\.io/model", "Group": ".metadata.ownerReferences[0].name",
-                       "Nodes": ".spec.nodes", "Unreadable": ".spec.unreadable", "Age": ".metadata.creationTimestamp"}
-
-
-def test_index_objects_the_hook_builds_validate_against_the_crds(our_crds):
-    samples = {
-        NODE_INDEX: [node_index("ome", "10.0.10.105", INDEXED, {"models.basemodel.llama": "Ready", "models.basemodel.broken": None}),
-                     node_index("ome", "10.0.10.105", INDEXED, {}),
-                     node_index("ome", "10.0.10.212", NODE_GONE, {})],
-        NODE_GROUP: [node_group("ome", "nodes-12"),
-                     {**node_group("ome", "nodes-12"), "status": node_group_status([], [])},
-                     {**node_group("ome", "nodes-12"), "status": node_group_status(["10.0.10.105"], ["10.0.10.250"], ("10.0.10.90",))}],
-        NODE_MODEL_STATUS: [node_model_status("ome", "nodes-12", "models.basemodel.llama", {"10.0.10.105": "Ready", "10.0.10.51": None}),
-                            node_model_status("ome", "nodes-12", "models.basemodel.broken", {"10.0.10.51": None})],
-        NODE_INDEX_SUMMARY: [node_index_summary("ome", NO_NODES),
-                             node_index_summary("ome", NodeSet(frozenset({"10.0.10.105"}), frozenset({"10.0.10.250"}), ("10.0.10.90",)))],
+    assert hook["version"] == "v2"
+    assert hook["webhook"]["service"] == {
+        "name": service["metadata"]["name"], "namespace": service["metadata"]["namespace"], "port": 80, "protocol": "http",
     }
-    assert set(samples) == set(INDEX_KINDS)
-    for kind, objects in samples.items():
-        for obj in objects:
-            assert errors_of(crd_schema(our_crds[kind]), obj) == [], obj
+    assert hook["webhook"]["path"] == "/label"
+    assert hook["webhook"]["responseUnMarshallMode"] == "strict"
+    assert GO_DURATION.match(hook["webhook"]["timeout"]) and "etag" not in hook["webhook"]
 
 
-def test_index_crd_rejects_what_the_hook_never_writes(our_crds):
-    index = node_index("ome", "10.0.10.105", INDEXED, {})
-    assert errors_of(crd_schema(our_crds[NODE_INDEX]), {**index, "spec": {**index["spec"], "state": "Maybe"}})
-    assert errors_of(crd_schema(our_crds[NODE_INDEX]), {**index, "spec": {"state": INDEXED}})
-    entry = node_model_status("ome", "nodes-12", "models.basemodel.llama", {"10.0.10.105": "Ready"})
-    assert any("copied" in e for e in errors_of(crd_schema(our_crds[NODE_MODEL_STATUS]), {**entry, "spec": {**entry["spec"], "copied": {}}}))
-    assert errors_of(crd_schema(our_crds[NODE_MODEL_STATUS]), {**entry, "spec": {"nodes": {"10.0.10.105": 1}}})
-    group = node_group("ome", "nodes-12")
-    assert errors_of(crd_schema(our_crds[NODE_GROUP]), {**group, "spec": {"nodes": []}})
-    assert errors_of(crd_schema(our_crds[NODE_GROUP]), {**group, "status": {"indexed": []}})
-    assert any("summary" in e for e in errors_of(crd_schema(our_crds[NODE_GROUP]),
-                                                 {**group, "status": {**node_group_status([], []), "summary": "x"}}))
+def test_compositecontrollers_select_exactly_the_models_the_keeper_labels(controllers):
+    for controller in controllers.values():
+        assert controller["spec"]["parentResource"]["labelSelector"] == {"matchLabels": {STORAGE_LABEL: PVC_STORAGE}}
 
 
 # --------------------------------------------------------------------------
@@ -1000,7 +864,7 @@ def test_metacontroller_holds_what_the_job_roles_grant_so_it_may_create_them(
 
 
 def test_metacontroller_clusterrole_covers_parents_children_and_related(
-    metacontroller_role, controllers, decorator, our_crds
+    metacontroller_role, controllers, decorator
 ):
     rules = metacontroller_role["rules"]
     needed = []
@@ -1017,23 +881,15 @@ def test_metacontroller_clusterrole_covers_parents_children_and_related(
             ]
     needed += [
         ("", r, v)
-        for r in ("persistentvolumeclaims", "pods", "configmaps", "nodes")
+        for r in ("persistentvolumeclaims", "pods")
         for v in ("get", "list", "watch")
     ]
     needed += [("", "namespaces", v) for v in ("list", "watch")]
     needed += [("", "events", v) for v in ("create", "patch")]
     needed += [("metacontroller.k8s.io", r, v) for r in ("compositecontrollers", "decoratorcontrollers")
                for v in ("get", "list", "watch")]
-    for attachment in decorator["spec"]["attachments"]:
-        needed += [(group_of(attachment["apiVersion"]), attachment["resource"], v)
-                   for v in ("get", "list", "watch", "create", "update", "patch", "delete")]
     for parent in decorator["spec"]["resources"]:
-        group = group_of(parent["apiVersion"])
-        needed += [(group, parent["resource"], v) for v in ("list", "watch")]
-        needed += [(group, f"{parent['resource']}/finalizers", "update")]
-        if any(crd["spec"]["names"]["plural"] == parent["resource"] and "status" in crd["spec"]["versions"][0].get("subresources", {})
-               for crd in our_crds.values()):
-            needed += [(group, parent["resource"], "get")] + [(group, f"{parent['resource']}/status", v) for v in ("get", "update", "patch")]
+        needed += [(group_of(parent["apiVersion"]), parent["resource"], v) for v in ("list", "watch", "update")]
     missing = [n for n in needed if not allows(rules, *n)]
     assert not missing, missing
 
@@ -1125,15 +981,15 @@ def _readme_overlay_webhooks(tmp_path: Path, containing: str) -> dict[str, dict]
 
 
 def test_readme_authentication_overlay_covers_every_hook_the_controllers_call(tmp_path):
-    """The node index's DecoratorController calls the hook too: without the token it gets a 401."""
+    """The label keeper calls the hook too: without the token it gets a 401."""
     webhooks = _readme_overlay_webhooks(tmp_path, "HOOK_AUTH_TOKEN_FILE")
-    assert len(webhooks) == 8
+    assert len(webhooks) == 7
     assert {name for name, webhook in webhooks.items() if "authorization" not in webhook} == set()
 
 
 def test_readme_mutual_tls_overlay_covers_every_hook_the_controllers_call(tmp_path):
     webhooks = _readme_overlay_webhooks(tmp_path, "HOOK_TLS_CLIENT_CA_FILE")
-    assert len(webhooks) == 8
+    assert len(webhooks) == 7
     for name, webhook in webhooks.items():
         assert webhook["service"]["protocol"] == "https", name
         assert "caBundle" in webhook and "clientTLS" in webhook, name
@@ -1141,9 +997,8 @@ def test_readme_mutual_tls_overlay_covers_every_hook_the_controllers_call(tmp_pa
 
 def test_readme_own_url_overlay_moves_every_hook_the_controllers_call(tmp_path):
     webhooks = _readme_overlay_webhooks(tmp_path, "basemodel-hook.example.com/sync")
-    assert len(webhooks) == 8
+    assert len(webhooks) == 7
     for name, webhook in webhooks.items():
         assert "service" not in webhook and "path" not in webhook, name
         assert webhook["url"].startswith("https://basemodel-hook.example.com/"), name
-    assert webhooks["ome-node-index/sync"]["url"].endswith("/nodes/sync")
-    assert webhooks["ome-node-index/customize"]["url"].endswith("/nodes/customize")
+    assert webhooks["ome-basemodel-storage-label/sync"]["url"].endswith("/label")

@@ -264,7 +264,7 @@ class Decorating:
         self.requests.append((path, body))
         answer = copy.deepcopy(self.answer)
         if path == "/finalize":
-            answer["finalized"] = not any(body["children"].values())
+            answer["finalized"] = not any(body["attachments"].values())
         return 200, answer
 
 
@@ -280,20 +280,23 @@ def decorated(hook: Decorating, *objects: Body) -> Simulator:
 def test_decorator_syncs_only_selected_parents_with_every_attachment_group() -> None:
     hook = Decorating({"attachments": []})
     decorated(hook, configmap("node-a", **{"models.ome/basemodel-status": "true"}), configmap("other"))
-    names = {body["parent"]["metadata"]["name"] for _, body in hook.requests}
+    names = {body["object"]["metadata"]["name"] for _, body in hook.requests}
     assert names == {"node-a"}
-    assert hook.requests[-1][1]["children"] == {"ServiceAccount.v1": {}}
+    assert hook.requests[-1][1]["attachments"] == {"ServiceAccount.v1": {}}
 
 
-@pytest.mark.parametrize(("version", "keys"), [("v2", ("parent", "children")), ("v1", ("object", "attachments"))])
-def test_decorator_request_names_parent_and_attachments_as_its_hook_version_does(version: str, keys: tuple[str, str]) -> None:
-    """``decorator/api/v2/hooks.go`` sends ``parent`` and ``children``; v1 ``object`` and ``attachments``."""
-    hook = Decorating({"attachments": []})
+@pytest.mark.parametrize(("version", "key"), [("v2", "ome/watcher"), ("v1", "watcher")])
+def test_decorator_request_carries_object_and_attachments_for_both_hook_versions(version: str, key: str) -> None:
+    """``decorator/api/v2/hooks.go`` names its Go fields ``Parent`` and ``Children`` but keeps
+    the JSON keys ``object`` and ``attachments`` (since v4.15.0); only the map keys differ."""
+    hook = Decorating({"attachments": [service_account("watcher")]})
     sim = Simulator()
     sim.add_controller(decorator(hooks=hooks("sync", version=version)), hook)
     sim.cluster.create(configmap("node-a", **{"models.ome/basemodel-status": "true"}))
     sim.run_until_quiet()
-    assert set(hook.requests[-1][1]) == {"controller", *keys, "related", "finalizing"}
+    body = hook.requests[-1][1]
+    assert set(body) == {"controller", "object", "attachments", "related", "finalizing"}
+    assert set(body["attachments"]["ServiceAccount.v1"]) == {key}
 
 
 def test_decorator_without_status_or_labels_never_writes_the_parent() -> None:
@@ -312,7 +315,7 @@ def test_decorator_merges_labels_and_owns_its_attachments() -> None:
     assert attachment["metadata"]["namespace"] == "ome"
     assert attachment["metadata"]["annotations"]["metacontroller.k8s.io/decorator-controller"] == "node-status"
     assert sim.decorator_counts["create ServiceAccount"] == 1 and sim.decorator_counts["parent write"] == 2
-    assert [body["children"] for _, body in hook.requests][-1]["ServiceAccount.v1"].keys() == {"ome/watcher"}
+    assert [body["attachments"] for _, body in hook.requests][-1]["ServiceAccount.v1"].keys() == {"ome/watcher"}
 
 
 def test_decorator_finalizes_its_parent_and_lets_it_go() -> None:
@@ -398,7 +401,7 @@ def test_decorator_selects_by_annotations_too() -> None:
     sim.cluster.create(labelled)
     sim.cluster.create(annotated)
     sim.run_until_quiet()
-    assert {body["parent"]["metadata"]["name"] for _, body in hook.requests} == {"node-b"}
+    assert {body["object"]["metadata"]["name"] for _, body in hook.requests} == {"node-b"}
 
 
 def test_v1_refuses_a_rule_naming_another_namespace_for_a_namespaced_parent() -> None:

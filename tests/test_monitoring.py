@@ -430,7 +430,7 @@ def metacontroller_queue_names() -> set[str]:
     """Metacontroller names each controller's work queue after its kind and name
     (pkg/controller/composite/controller.go, pkg/controller/decorator/controller.go)."""
     queues = set()
-    for manifest in ("compositecontrollers.yaml", "decoratorcontroller.yaml"):
+    for manifest in ("compositecontrollers.yaml", "label-keeper.yaml"):
         for document in yaml.safe_load_all((MANIFESTS / manifest).read_text(encoding="utf-8")):
             if document:
                 queues.add(f"{document['kind']}-{document['metadata']['name']}")

@@ -57,7 +57,6 @@ def test_environment_overrides_defaults() -> None:
         ("MODEL_MOUNT_PATH", "relative/path"),
         ("OME_AGENT_CONFIG", "/etc/../ome-agent.yaml"),
         ("OME_AGENT_IMAGE", "not an image"),
-        ("OME_NAMESPACE", "OME"),
         ("RETRY_BASE_DELAY_SECONDS", "5"),
         ("HOOK_MAX_REQUEST_BYTES", "-1"),
     ],

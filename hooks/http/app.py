@@ -31,7 +31,7 @@ from werkzeug.wsgi import get_content_length, get_input_stream
 from hooks.customize import customize
 from hooks.http.auth import auth_scheme, authorized
 from hooks.http.metrics import CONTENT_TYPE, Metrics
-from hooks.nodes import decorator
+from hooks.label_keeper import keep_label
 from hooks.observed import BadRequest, field
 from hooks.settings import Settings
 from hooks.sync import Decision, sync
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 Clock = Callable[[], datetime]
-HOOKS = ("sync", "customize", "finalize", "nodes/customize", "nodes/sync")
+HOOKS = ("sync", "customize", "finalize", "label")
 HOOK_PATHS = {f"/{hook}": hook for hook in HOOKS}
 JSON = "application/json"
 
@@ -121,13 +121,12 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
                 challenge = ("WWW-Authenticate", f'{auth_scheme(settings)} realm="basemodel-hook"')
                 return _refuse(call, "unauthorized", 401, "missing or wrong credentials", (challenge,))
             body = _parse_body(environ, settings.max_request_bytes)
-            call.parent = body.get("parent") if isinstance(body, dict) else None
+            if isinstance(body, dict):
+                call.parent = body.get("object" if call.hook == "label" else "parent")
             if call.hook == "customize":
                 return Answer(200, orjson.dumps(customize(body, settings)))
-            if call.hook == "nodes/customize":
-                return Answer(200, orjson.dumps(decorator.customize(body, settings)))
-            if call.hook == "nodes/sync":
-                return Answer(200, orjson.dumps(decorator.sync(body, settings)))
+            if call.hook == "label":
+                return Answer(200, orjson.dumps(keep_label(body)))
             call.decision = sync(body, settings, clock(), finalize=call.hook == "finalize")
             return Answer(200, orjson.dumps(call.decision.response))
         except BadRequest as error:

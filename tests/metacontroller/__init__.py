@@ -20,10 +20,8 @@ Use::
 
 A hook is any callable ``(path, body) -> (status_code, body)``; ``path`` is the
 webhook's path (``/sync``, ``/customize``, ``/finalize``...). ``core_hook`` answers the
-CompositeControllers' three paths and the node index's (``/nodes/customize``,
-``/nodes/sync``) from the pure core; ``flask_hook`` answers whatever the app routes; a
-test may pass
-its own function. Stand-ins for the rest of the cluster are in ``kubernetes``
+CompositeControllers' three paths from the pure core; ``flask_hook`` answers whatever the
+app routes; a test may pass its own function. Stand-ins for the rest of the cluster are in ``kubernetes``
 (``JobController``, ``TTLController``, ``PVCBinder``, ``Agent``, ``NodeAgents``): each
 watches the cluster and acts on the simulator's clock. Counts (a ``Counter``):
 ``sync``, ``finalize``, ``customize`` (hook calls); ``create``, ``delete``, ``update``

@@ -27,17 +27,8 @@ from typing import Any, Callable
 import yaml
 
 from hooks.conditions import format_time
-from hooks.nodes.index_objects import API_VERSION as INDEX_API_VERSION, RESOURCES as INDEX_RESOURCES
 from tests.metacontroller.selection import Obj, controller_of
-from tests.schemas import (
-    CRD_FILES,
-    KUBERNETES_VERSIONS,
-    index_schemas,
-    errors_of,
-    index_kinds_with_status,
-    index_object_errors,
-    kubernetes_errors,
-)
+from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors
 
 Watcher = Callable[[str, "Obj | None", "Obj | None"], None]
 
@@ -74,8 +65,6 @@ RESOURCES = [
     Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", True),
     Resource("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", False),
     Resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False),
-    *(Resource(INDEX_API_VERSION, plural, kind, True, status_subresource=kind in index_kinds_with_status(), validated=False)
-      for kind, plural in INDEX_RESOURCES.items()),
 ]
 WITHOUT_STATUS = {"ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 """Kinds with no status field: an update's ``status`` is dropped (field validation "Warn", the server default)."""
@@ -184,7 +173,6 @@ class Cluster:
             raise ApiError(409, f"{resource.kind} {metadata.get('namespace', '')}/{metadata['name']} already exists")
         if resource.validated:
             _check_built_in(created)
-        _check_index_object(created)
         if resource.status_subresource:
             created.pop("status", None)
         self._created += 1
@@ -218,7 +206,6 @@ class Cluster:
             updated.pop("status", None)
         if resource.validated:
             _check_built_in(updated)
-        _check_index_object(updated)
         if resource.generation and updated.get("spec") != current.get("spec"):
             updated["metadata"]["generation"] = current["metadata"]["generation"] + 1
         return self._store(current, updated, manager, None)
@@ -352,15 +339,6 @@ def _check_built_in(obj: Obj) -> None:
         raise ApiError(422, f"{obj['kind']} {obj['metadata'].get('name')} is invalid: {'; '.join(problems)}")
 
 
-def _check_index_object(obj: Obj) -> None:
-    """The node index's kinds are checked against their CRD (``crd-nodeindex.yaml``), closed:
-    a field the API server would prune is refused here, so no test relies on one."""
-    if obj.get("apiVersion") == INDEX_API_VERSION:
-        problems = index_object_errors(obj)
-        if problems:
-            raise ApiError(422, f"{obj['kind']} {obj['metadata'].get('name')} is invalid: {'; '.join(problems)}")
-
-
 @lru_cache(maxsize=4096)
 def _status_problems_cached(kind: str, serialized: str) -> tuple[str, ...]:
     return tuple(errors_of(crd_status_schema(kind), json.loads(serialized)))
@@ -373,8 +351,6 @@ def _status_problems(kind: str, status: Any) -> tuple[str, ...]:
 @lru_cache(maxsize=None)
 def crd_status_schema(kind: str) -> dict[str, Any]:
     """The status schema of the CRD shipped in ``metacontroller/``, which the API server applies."""
-    if kind in index_schemas():
-        return index_schemas()[kind]["properties"]["status"]
     crd = yaml.safe_load(Path(CRD_FILES[kind]).read_text(encoding="utf-8"))
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
 

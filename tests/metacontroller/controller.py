@@ -135,11 +135,13 @@ class Controller:
     def _schedule_resync(self, period: float) -> None:
         """The informer's resync: an update event with the same object for every parent, every
         ``resyncPeriodSeconds`` or else every ``--cache-flush-interval`` (the shared informers'
-        default resync). Children and related objects resync too, but their handlers skip an
-        update with an unchanged resourceVersion."""
+        default resync). It passes the ``ignoreStatusChanges`` filter, which lets through an
+        event whose old and new object are the same pointer (v4.17.2, #1252). Children and
+        related objects resync too, but their handlers skip an update with an unchanged
+        resourceVersion."""
         def resync() -> None:
             for parent in self.parents():
-                self._on_parent_update(parent, parent)
+                self.enqueue(parent)
             self._schedule_resync(period)
         self.sim.after(period, resync, periodic=True)
 
@@ -161,7 +163,7 @@ class Controller:
 
     def _on_parent_update(self, old: Obj, new: Obj) -> None:
         """``updateParentObject``: with ``ignoreStatusChanges`` only a new generation, new labels or
-        annotations, or a deletion timestamp enqueue the parent."""
+        annotations, or a deletion timestamp enqueue the parent (or a resync, above)."""
         if self.ignores_status_changes(new):
             same = (old["metadata"].get("generation") == new["metadata"].get("generation")
                     and old["metadata"].get("labels") == new["metadata"].get("labels")

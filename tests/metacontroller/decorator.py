@@ -5,9 +5,11 @@ type, ``labelSelector`` and ``annotationSelector``) nor carrying our finalizer; 
 finalizer; the attachments (``getChildren``: objects of the declared types in the
 parent's namespace whose controllerRef is the parent and that carry the
 ``metacontroller.k8s.io/decorator-controller`` annotation naming this controller; a
-group for every declared type); the related objects; the hook (request ``parent``,
-``children``, ``related`` for hook version v2, ``api/v2/hooks.go``; ``object``,
-``attachments``, ``related`` for v1); ``resyncAfterSeconds``; then the parent: labels and
+group for every declared type); the related objects; the hook (request ``controller``,
+``object``, ``attachments``, ``related``, ``finalizing`` for hook versions v1 and v2
+alike: ``api/v2/hooks.go`` names the Go fields ``Parent`` and ``Children`` but keeps the
+JSON keys ``object`` and ``attachments``; v2 keys the maps ``namespace/name``);
+``resyncAfterSeconds``; then the parent: labels and
 annotations merged (``null`` deletes), a ``null`` or absent status left as it is, and a
 write only when something changed (``UpdateStatus`` for a status change where the type
 has a status subresource, then ``Update`` with the labels, annotations and the finalizer
@@ -80,11 +82,10 @@ class DecoratorController(Controller):
         finalizing = self.finalizing(parent)
         spec = self.hook_spec(finalizing)
         version = spec.get("version") or "v1"
-        parent_key, children_key = ("parent", "children") if version == "v2" else ("object", "attachments")
         body = {
             "controller": self.manifest,
-            parent_key: parent,
-            children_key: selection.rekey(parent, observed, version),
+            "object": parent,
+            "attachments": selection.rekey(parent, observed, version),
             "related": selection.rekey(parent, related, version, related=True),
             "finalizing": finalizing,
         }

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from flask import Flask
 
 from hooks.customize import customize
-from hooks.nodes import decorator
+from hooks.label_keeper import keep_label
 from hooks.observed import BadRequest
 from hooks.settings import Settings
 from hooks.sync import sync
@@ -32,8 +32,8 @@ def flask_hook(app: Flask) -> Hook:
 
 
 def core_hook(settings: Settings, clock: Callable[[], datetime]) -> Hook:
-    """A hook answered by ``hooks.sync``, ``hooks.customize`` and the node index's
-    ``hooks.nodes.decorator`` without HTTP."""
+    """A hook answered by ``hooks.sync``, ``hooks.customize`` and ``hooks.label_keeper``
+    without HTTP."""
 
     def call(path: str, body: dict[str, Any]) -> tuple[int, Any]:
         try:
@@ -41,10 +41,8 @@ def core_hook(settings: Settings, clock: Callable[[], datetime]) -> Hook:
                 return 200, customize(body, settings)
             if path in ("/sync", "/finalize"):
                 return 200, sync(body, settings, clock(), finalize=path == "/finalize").response
-            if path == "/nodes/customize":
-                return 200, decorator.customize(body, settings)
-            if path == "/nodes/sync":
-                return 200, decorator.sync(body, settings)
+            if path == "/label":
+                return 200, keep_label(body)
         except BadRequest as error:
             return 400, {"error": str(error)}
         return 404, {"error": f"no hook at {path}"}

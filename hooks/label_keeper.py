@@ -1,0 +1,34 @@
+"""The label keeper: the DecoratorController hook that marks which models are the hook's.
+
+The CompositeControllers select their parents by ``STORAGE_LABEL``, so a model is synced
+by them exactly while this label says its storage is ``pvc://``; every other model never
+reaches them and stays OME's alone. The keeper answers with that one label and nothing
+else: no status (Metacontroller leaves a decorated object's status alone when the answer
+has none), no attachment, no finalizer. An answer that changes nothing costs no write.
+
+A DecoratorController's request carries the model as ``object`` for hook versions v1
+and v2 alike (``pkg/controller/decorator/api/v2/hooks.go``: the Go field is ``Parent``,
+its JSON key ``object``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hooks.observed import BadRequest, read_model
+from hooks.pvc.storage_uri import is_pvc_uri
+
+STORAGE_LABEL = "ome-basemodel-hook.ome.io/storage"
+PVC_STORAGE = "pvc"
+
+
+def keep_label(body: Any) -> dict[str, Any]:
+    """``{"labels": {STORAGE_LABEL: "pvc"}}`` for a ``pvc://`` model; for any other, the
+    label removed (``null``), so a model that left ``pvc://`` leaves the selector too."""
+    if not isinstance(body, dict):
+        raise BadRequest("request body must be a JSON object")
+    model = body.get("object")
+    if not isinstance(model, dict):
+        raise BadRequest("request has no 'object': the label keeper serves a DecoratorController's sync hook")
+    pvc = is_pvc_uri(read_model(model).storage_uri)
+    return {"labels": {STORAGE_LABEL: PVC_STORAGE if pvc else None}}

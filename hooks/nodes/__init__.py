@@ -1,1 +1,0 @@
-"""The node flow: OME's model agents report per node through ConfigMaps."""
