@@ -25,6 +25,7 @@ ROLES = "Role.rbac.authorization.k8s.io/v1"
 ROLE_BINDINGS = "RoleBinding.rbac.authorization.k8s.io/v1"
 CLUSTER_ROLES = "ClusterRole.rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE_BINDINGS = "ClusterRoleBinding.rbac.authorization.k8s.io/v1"
+CONFIG_MAPS = "ConfigMap.v1"
 PVCS = "PersistentVolumeClaim.v1"
 PODS = "Pod.v1"
 CLUSTER_SCOPED = frozenset({CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS})

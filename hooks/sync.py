@@ -14,7 +14,18 @@ from typing import Any
 
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.hand_back import HANDED_BACK, hand_back
-from hooks.observed import JOBS, PODS, PVCS, Model, has_children, kept_status, object_group, read_model, read_request
+from hooks.observed import (
+    CONFIG_MAPS,
+    JOBS,
+    PODS,
+    PVCS,
+    Model,
+    has_children,
+    kept_status,
+    object_group,
+    read_model,
+    read_request,
+)
 from hooks.pvc.claim import STORAGE_READY, judge_pvc
 from hooks.pvc.extraction import (
     FAILURE_REASONS,
@@ -76,6 +87,7 @@ def _pvc_flow(
     400 whatever the URI, since a 200 would delete it."""
     observed_jobs = object_group(request, "children", JOBS, required=True)
     observed_access = read_access(request, model)
+    observed_records = object_group(request, "children", CONFIG_MAPS, required=True)
 
     status: dict[str, Any] = {}
     children: list[dict[str, Any]] = []
@@ -88,7 +100,8 @@ def _pvc_flow(
         storage_state = FAILED
     else:
         verdict = judge_pvc(location, object_group(request, "related", PVCS, required=True))
-        observed = JobChildren(observed_jobs, observed_access, object_group(request, "related", PODS, required=False))
+        pods = object_group(request, "related", PODS, required=False)
+        observed = JobChildren(observed_jobs, observed_access, observed_records, pods)
         situation = Situation(model, location, verdict.condition.is_true, not finalizing, settings)
         extraction = plan_extraction(situation, observed, now)
         storage, metadata, storage_state = verdict.condition, extraction.condition, verdict.state

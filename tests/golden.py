@@ -54,6 +54,12 @@ def load(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def observed_record(request: dict[str, Any]) -> dict[str, str]:
+    """The data of a saved request's record ConfigMap (the hook's memory), to change in place."""
+    [record] = request["children"]["ConfigMap.v1"].values()
+    return record["data"]
+
+
 def answer(request_file: Path, test_client: FlaskClient | None = None) -> tuple[int, bytes]:
     """POST the saved request to its hook and return the status code and body bytes."""
     reply = (test_client or client()).post(f"/{hook_of(request_file)}", data=request_file.read_bytes())

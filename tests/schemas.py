@@ -23,8 +23,8 @@ from referencing import Registry, Resource
 REPO = Path(__file__).resolve().parent.parent
 KUBERNETES_VERSIONS = ("1.29.0", latest_version())
 CRD_FILES = {
-    "BaseModel": REPO / "metacontroller" / "crd-basemodels.yaml",
-    "ClusterBaseModel": REPO / "metacontroller" / "crd-clusterbasemodels.yaml",
+    "BaseModel": REPO / "metacontroller" / "crds" / "basemodels.yaml",
+    "ClusterBaseModel": REPO / "metacontroller" / "crds" / "clusterbasemodels.yaml",
 }
 
 

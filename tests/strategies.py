@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, settings as hypothesis_settings, strategies 
 from hooks.observed import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
+    CONFIG_MAPS,
     JOBS,
     PODS,
     PVCS,
@@ -27,7 +28,7 @@ from hooks.observed import (
     SERVICE_ACCOUNTS,
     Model,
 )
-from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, job_name, model_labels
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, build_record, job_name, model_labels
 from hooks.pvc.storage_uri import PVCLocation, StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.settings import Settings
 from tests import golden
@@ -119,7 +120,8 @@ def storage_uris(draw: Draw, namespace: str | None) -> str:
 
 
 def _record(draw: Draw, model: Model) -> dict[str, Any]:
-    """``status.metadataExtraction`` as an earlier answer wrote it, sometimes for another URI."""
+    """The record as an earlier answer wrote it, sometimes for another URI (``status.metadataExtraction``
+    shows it; the record ConfigMap holds it)."""
     attempts = draw(st.integers(1, 6))
     record: dict[str, Any] = {
         "storageUri": draw(st.sampled_from([model.storage_uri, model.storage_uri, "pvc://old-store/models/llama"])),
@@ -305,7 +307,7 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
     cluster = model.cluster_scoped
     by_name = not cluster and draw(st.booleans())
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if cluster else (ROLES, ROLE_BINDINGS)
-    children: dict[str, dict[str, Any]] = {JOBS: {}, SERVICE_ACCOUNTS: {}, access_types[0]: {}, access_types[1]: {}}
+    children: dict[str, dict[str, Any]] = {JOBS: {}, SERVICE_ACCOUNTS: {}, CONFIG_MAPS: {}, access_types[0]: {}, access_types[1]: {}}
     related: dict[str, dict[str, Any]] = {}
     location = _location(model)
     api = Cluster(Clock(NOW - timedelta(minutes=1)))
@@ -327,6 +329,13 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
                 type_key = {"ServiceAccount": SERVICE_ACCOUNTS, "Role": ROLES, "RoleBinding": ROLE_BINDINGS,
                             "ClusterRole": CLUSTER_ROLES, "ClusterRoleBinding": CLUSTER_ROLE_BINDINGS}[item["kind"]]
                 children[type_key][_key(item, by_name)] = created(api, item, parent)
+        shown = model.status.get("metadataExtraction")
+        if shown and not sometimes(draw, 6):
+            data = {key: str(value) for key, value in shown.items()}
+            record = created(api, build_record(model, location.namespace, data), parent)
+            children[CONFIG_MAPS][_key(record, by_name)] = record
+        if shown and sometimes(draw, 6):
+            del parent["status"]["metadataExtraction"]
         claims = [] if sometimes(draw, 6) else [draw(pvcs(location))]
         related[PVCS] = {_key(pvc, by_name): pvc for pvc in claims}
         pods = [draw(pods_of(job, model)) for job in jobs if draw(st.booleans())]

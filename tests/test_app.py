@@ -29,6 +29,7 @@ PARENT = {
 CHILDREN = {
     "Job.batch/v1": {},
     "ServiceAccount.v1": {},
+    "ConfigMap.v1": {},
     "Role.rbac.authorization.k8s.io/v1": {},
     "RoleBinding.rbac.authorization.k8s.io/v1": {},
 }

@@ -44,7 +44,7 @@ def test_requested_job_is_not_created_once_the_metadata_is_in_the_spec() -> None
     request = rbac_ready()
     request["parent"]["spec"].update(modelType="llama", modelArchitecture="LlamaForCausalLM", modelParameterSize="8.03B")
     response = sync(request, SETTINGS, NOW).response
-    assert response["children"] == []
+    assert kinds(response) == ["ConfigMap"], "the record stays, the Job and its access objects go"
     assert response["status"]["state"] == "Ready"
     assert condition(response, "MetadataReady")["reason"] == "MetadataPresent"
 
@@ -53,8 +53,9 @@ def test_job_waits_for_its_service_account_and_rbac() -> None:
     request = rbac_ready()
     request["children"]["RoleBinding.rbac.authorization.k8s.io/v1"] = {}
     response = sync(request, SETTINGS, NOW).response
-    assert kinds(response) == ["ServiceAccount", "Role", "RoleBinding"]
+    assert kinds(response) == ["ServiceAccount", "Role", "RoleBinding", "ConfigMap"]
     assert "RBAC" in condition(response, "MetadataReady")["message"]
+    assert "the Job follows" in response["status"]["metadataExtraction"]["message"]
 
 
 def running(request: dict[str, Any]) -> dict[str, Any]:
@@ -192,27 +193,45 @@ def test_recorded_failure_far_ahead_still_asks_to_be_called_within_the_longest_d
     request = deadline_exceeded()
     response = sync(request, SETTINGS, NOW).response
     request = apply(request, response, NOW)
-    request["parent"]["status"]["metadataExtraction"]["failedAt"] = "9999-12-31T23:59:59Z"
+    golden.observed_record(request)["failedAt"] = "9999-12-31T23:59:59Z"
     assert 0 < sync(request, SETTINGS, NOW).response["resyncAfterSeconds"] <= SETTINGS.retry_max_delay_seconds
 
 
-def test_record_without_attempts_reads_as_nothing_tried() -> None:
+@pytest.mark.parametrize("attempts", ["0", "", "one", "-1", "2147483648"])
+def test_record_without_a_count_of_attempts_reads_as_nothing_tried(attempts: str) -> None:
     request = rbac_ready()
-    request["parent"]["status"]["metadataExtraction"] = {
-        "storageUri": request["parent"]["spec"]["storage"]["storageUri"], "attempts": 0, "result": "Failed",
-        "failedAt": "2026-11-30T11:59:00Z",
-    }
+    golden.observed_record(request).update(attempts=attempts, result="Failed", failedAt="2026-11-30T11:59:00Z")
     response = sync(request, SETTINGS, NOW).response
     assert response["status"]["metadataExtraction"]["attempts"] == 1 and "Job" in kinds(response)
 
 
 def test_record_without_a_result_is_written_back_without_one_while_deleting() -> None:
     request = rbac_ready()
-    uri = request["parent"]["spec"]["storage"]["storageUri"]
-    request["parent"]["status"]["metadataExtraction"] = {"storageUri": uri, "attempts": 1, "jobName": "llama-metadata-1"}
+    del golden.observed_record(request)["result"]
     request["parent"]["metadata"]["deletionTimestamp"] = "2026-11-30T11:59:50Z"
     record = sync(request, SETTINGS, NOW, finalize=True).response["status"]["metadataExtraction"]
     assert "result" not in record and record["attempts"] == 1
+
+
+def test_the_record_of_another_uri_is_dropped_and_the_new_uri_starts_over() -> None:
+    request = rbac_ready()
+    golden.observed_record(request).update(storageUri="pvc://old-store/models/llama", attempts="5", result="Failed",
+                                failedAt="2026-11-30T11:59:59Z")
+    response = sync(request, SETTINGS, NOW).response
+    [record] = [child for child in response["children"] if child["kind"] == "ConfigMap"]
+    assert record["data"]["storageUri"] == request["parent"]["spec"]["storage"]["storageUri"]
+    assert record["data"]["attempts"] == "1" and "Job" in kinds(response)
+
+
+def test_the_status_is_not_the_memory_a_pruned_or_edited_status_changes_no_decision() -> None:
+    """OME's own CRD prunes status.metadataExtraction; the record ConfigMap is what counts."""
+    request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-failed-backoff-waiting-retry.request.json")
+    answer = sync(request, SETTINGS, NOW).response
+    pruned = copy.deepcopy(request)
+    pruned["parent"]["status"] = {"state": pruned["parent"]["status"]["state"]}
+    assert {key: value for key, value in sync(pruned, SETTINGS, NOW).response.items() if key != "status"} == \
+        {key: value for key, value in answer.items() if key != "status"}
+    assert sync(pruned, SETTINGS, NOW).response["status"]["metadataExtraction"] == answer["status"]["metadataExtraction"]
 
 
 def test_decision_reports_the_answers_own_state_ready_reason_and_job() -> None:
@@ -231,6 +250,6 @@ def test_failure_quotes_its_pod_from_the_records_own_field_once_the_pods_are_gon
     said = response["status"]["metadataExtraction"]["podEnded"]
     following = apply(request, response, NOW)
     following["related"]["Pod.v1"] = {}
-    following["parent"]["status"]["metadataExtraction"]["message"] = "rewritten by someone"
+    golden.observed_record(following)["message"] = "rewritten by someone"
     record = sync(following, SETTINGS, NOW).response["status"]["metadataExtraction"]
     assert record["podEnded"] == said and record["message"].endswith(f"; its last pod ended: {said}")

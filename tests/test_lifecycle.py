@@ -18,18 +18,18 @@ from tests.lifecycle import KINDS, SCENARIOS, Outcome, hook_calls, row
 
 # sync, finalize, customize, create, delete, status write | sync + finalize without ignoreStatusChanges
 EXPECTED = {
-    "happy path to Ready": ((5, 0, 2, 4, 0, 4), 7),
+    "happy path to Ready": ((7, 0, 2, 5, 0, 4), 7),
     "100 resyncs, steady state": ((100, 0, 5, 0, 0, 0), 100),
     "TTL removes the finished Job": ((4, 0, 2, 0, 3, 0), 4),
-    "Job fails twice, then succeeds": ((27, 0, 2, 6, 0, 10), 33),
-    "Job deadline exceeded": ((9, 0, 1, 5, 0, 6), 12),
-    "PVC late, bound later, deleted": ((8, 0, 2, 4, 0, 7), 13),
+    "Job fails twice, then succeeds": ((33, 0, 2, 7, 0, 10), 33),
+    "Job deadline exceeded": ((12, 0, 1, 6, 0, 6), 12),
+    "PVC late, bound later, deleted": ((10, 0, 2, 5, 0, 7), 13),
     "agent fills the spec, a day passes": ((50, 0, 48, 0, 3, 0), 50),
-    "URI changed mid-Job": ((8, 0, 3, 5, 1, 6), 11),
-    "PVC -> hf://": ((0, 2, 1, 0, 4, 1), 2),
-    "hf:// -> PVC": ((5, 0, 2, 4, 0, 4), 7),
-    "deletion, PVC flow": ((0, 2, 1, 0, 4, 1), 2),
-    "hook restart mid-Job": ((5, 0, 2, 4, 0, 4), 7),
+    "URI changed mid-Job": ((11, 0, 3, 6, 1, 6), 11),
+    "PVC -> hf://": ((0, 2, 1, 0, 5, 1), 2),
+    "hf:// -> PVC": ((7, 0, 2, 5, 0, 4), 7),
+    "deletion, PVC flow": ((0, 2, 1, 0, 5, 1), 2),
+    "hook restart mid-Job": ((7, 0, 2, 5, 0, 4), 7),
 }
 CASES = [(name, kind) for name in SCENARIOS for kind in KINDS]
 
@@ -68,8 +68,8 @@ def reasons(outcome: Outcome) -> list[str]:
 
 
 def job_kinds(kind: str) -> list[str]:
-    return ["Job", "ServiceAccount", "Role", "RoleBinding"] if kind == "BaseModel" else \
-        ["ClusterRole", "ClusterRoleBinding", "Job", "ServiceAccount"]
+    return ["ConfigMap", "Job", "Role", "RoleBinding", "ServiceAccount"] if kind == "BaseModel" else \
+        ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "Job", "ServiceAccount"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -161,7 +161,7 @@ def test_a_hook_restart_mid_job_costs_and_says_the_same(kind: str, outcomes: Any
 
 def test_the_table_prints_a_row_per_scenario_and_kind(outcomes: Any) -> None:
     lines = lifecycle.table(lambda name, kind, ignoring: outcomes[(name, kind, ignoring)])
-    assert len(lines) == 2 + len(CASES) and lines[2].startswith("| happy path to Ready | BaseModel | 5 |")
+    assert len(lines) == 2 + len(CASES) and lines[2].startswith("| happy path to Ready | BaseModel | 7 |")
 
 
 @pytest.mark.parametrize("kind", KINDS)

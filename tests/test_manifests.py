@@ -47,6 +47,7 @@ CHILDREN = {
         [
             ("batch/v1", "jobs"),
             ("v1", "serviceaccounts"),
+            ("v1", "configmaps"),
             ("rbac.authorization.k8s.io/v1", "roles"),
             ("rbac.authorization.k8s.io/v1", "rolebindings"),
         ],
@@ -56,6 +57,7 @@ CHILDREN = {
         [
             ("batch/v1", "jobs"),
             ("v1", "serviceaccounts"),
+            ("v1", "configmaps"),
             ("rbac.authorization.k8s.io/v1", "clusterroles"),
             ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
         ],
@@ -149,9 +151,13 @@ def upstream_crds():
 
 
 @pytest.fixture(scope="module")
-def our_crds(rendered):
-    crds = [o for o in rendered if o["kind"] == "CustomResourceDefinition"]
-    return {c["spec"]["names"]["kind"]: c for c in crds}
+def rendered_crds():
+    return render(MANIFESTS / "crds")
+
+
+@pytest.fixture(scope="module")
+def our_crds(rendered_crds):
+    return {c["spec"]["names"]["kind"]: c for c in rendered_crds}
 
 
 @pytest.fixture(scope="module")
@@ -256,8 +262,6 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
     assert kinds == sorted(
         [
             ("Namespace", HOOK_NS),
-            ("CustomResourceDefinition", "basemodels.ome.io"),
-            ("CustomResourceDefinition", "clusterbasemodels.ome.io"),
             ("ServiceAccount", HOOK_NAME),
             ("Deployment", HOOK_NAME),
             ("Service", HOOK_NAME),
@@ -270,6 +274,16 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
             ("DecoratorController", "ome-basemodel-storage-label"),
         ]
     )
+
+
+def test_the_crds_are_a_layer_of_their_own_so_removing_the_hook_deletes_no_model(rendered, rendered_crds):
+    """Deleting a CRD deletes every object of its kind: `kubectl delete -k metacontroller/`
+    must never reach the BaseModel CRDs, which only `metacontroller/crds` renders."""
+    assert not [o for o in rendered if o["kind"] == "CustomResourceDefinition"]
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in rendered_crds) == [
+        ("CustomResourceDefinition", "basemodels.ome.io"),
+        ("CustomResourceDefinition", "clusterbasemodels.ome.io"),
+    ]
 
 
 def test_samples_are_not_installed_by_the_kustomization(rendered):
@@ -301,11 +315,8 @@ def test_every_object_carries_the_common_labels(rendered):
 
 
 @pytest.mark.parametrize("k8s_version", K8S_VERSIONS)
-def test_builtin_objects_validate_strictly_against_kubernetes_schemas(rendered, k8s_version):
-    custom_groups = {"metacontroller.k8s.io"} | {
-        o["spec"]["group"] for o in rendered if o["kind"] == "CustomResourceDefinition"
-    }
-    builtin = [o for o in rendered if group_of(o["apiVersion"]) not in custom_groups]
+def test_builtin_objects_validate_strictly_against_kubernetes_schemas(rendered, rendered_crds, k8s_version):
+    builtin = [o for o in rendered + rendered_crds if group_of(o["apiVersion"]) != "metacontroller.k8s.io"]
     assert {o["kind"] for o in builtin} >= {
         "CustomResourceDefinition",
         "Deployment",
@@ -344,7 +355,9 @@ def test_compositecontroller_validates_against_metacontrollers_crd(
 
 
 @pytest.mark.parametrize("name", sorted(CHILDREN))
-def test_compositecontroller_declares_exactly_the_hooks_children_with_ondelete(controllers, name):
+def test_compositecontroller_declares_exactly_the_hooks_children_only_the_record_in_place(controllers, name):
+    """OnDelete: Metacontroller never edits a Job or RBAC object (the hook renames what
+    changes); the record ConfigMap, the hook's memory, is updated in place."""
     parent, children = CHILDREN[name]
     spec = controllers[name]["spec"]
     assert spec["parentResource"] == {"apiVersion": "ome.io/v1beta1", "resource": parent, "ignoreStatusChanges": True,
@@ -353,7 +366,8 @@ def test_compositecontroller_declares_exactly_the_hooks_children_with_ondelete(c
     declared = [(c["apiVersion"], c["resource"]) for c in spec["childResources"]]
     assert sorted(declared) == sorted(children)
     for child in spec["childResources"]:
-        assert child["updateStrategy"] == {"method": "OnDelete"}, child
+        method = "InPlace" if child["resource"] == "configmaps" else "OnDelete"
+        assert child["updateStrategy"] == {"method": method}, child
 
 
 @pytest.mark.parametrize("name", sorted(CHILDREN))
@@ -531,6 +545,7 @@ def test_crd_status_schema_has_the_fields_the_hook_writes(our_crds, kind):
         "jobName",
         "result",
         "failedAt",
+        "failureReason",
         "message",
         "podWaiting",
         "podEnded",

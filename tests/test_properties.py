@@ -27,10 +27,10 @@ from tests.strategies import BOUNDED, NOW, customize_requests, sync_requests
 
 ANSWER_KEYS = {"status", "children", "resyncAfterSeconds"}
 CHILD_TYPES = {
-    "BaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "Role"),
+    "BaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("v1", "ConfigMap"), ("rbac.authorization.k8s.io/v1", "Role"),
                   ("rbac.authorization.k8s.io/v1", "RoleBinding")},
-    "ClusterBaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "ClusterRole"),
-                         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")},
+    "ClusterBaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("v1", "ConfigMap"),
+                         ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")},
 }
 
 

@@ -1,8 +1,10 @@
 """Decide which metadata Jobs should exist and what ``MetadataReady`` says.
 
-The hook's only memory is ``status.metadataExtraction`` (the record): which URI it
-concerns, how many attempts were made, the last Job and its result. It is what keeps a
-finished Job from running again after Kubernetes removed it, and what spaces retries.
+The hook's only memory is the record: which URI it concerns, how many attempts were
+made, the last Job and its result. It is what keeps a finished Job from running again
+after Kubernetes removed it, and what spaces retries. It lives in a ConfigMap the hook
+owns (a child, so it comes back in every request), where no BaseModel CRD's status
+schema can prune it; ``status.metadataExtraction`` shows the same fields to people.
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ from hooks.observed import (
     BadRequest,
     Model,
     field,
-    is_count,
-    items,
     object_group,
     text,
 )
@@ -41,7 +41,16 @@ from hooks.pvc.job_outcome import (
     pod_waiting,
     read_outcome,
 )
-from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, built_with, job_name, job_names
+from hooks.pvc.metadata_job import (
+    ATTEMPT_LABEL,
+    build_access,
+    build_job,
+    build_record,
+    built_with,
+    job_name,
+    job_names,
+    service_account_name,
+)
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.settings import Settings
 
@@ -58,16 +67,18 @@ INT32_MAX = 2**31 - 1
 
 @dataclass(frozen=True)
 class Record:
-    """``status.metadataExtraction``: what was last attempted for which URI, and how it ended.
+    """What was last attempted for which URI, and how it ended.
 
-    What the Job's pod last said (what it waited for, how it ended) is kept in fields of
-    its own: the pods go before the Job does, and a failure must still quote them."""
+    What the Job's pod last said (what it waited for, how it ended) and the reason of a
+    failure are kept in fields of their own: the pods go before the Job does, and a failure
+    must still quote them and keep its reason."""
 
     storage_uri: str
     attempts: int = 0
     job_name: str = ""
     result: str = ""
     failed_at: str = ""
+    failure_reason: str = ""
     message: str = ""
     pod_waiting: str = ""
     pod_ended: str = ""
@@ -79,17 +90,24 @@ class Record:
             "attempts": self.attempts,
             "jobName": self.job_name,
         }
-        if self.result:
-            rendered["result"] = self.result
-        if self.failed_at:
-            rendered["failedAt"] = self.failed_at
-        if self.message:
-            rendered["message"] = self.message
-        if self.pod_waiting:
-            rendered["podWaiting"] = self.pod_waiting
-        if self.pod_ended:
-            rendered["podEnded"] = self.pod_ended
+        for key, value in self._optional():
+            if value:
+                rendered[key] = value
         return rendered
+
+    def data(self) -> dict[str, str]:
+        """The record ConfigMap's data: the status form in strings."""
+        return {key: str(value) for key, value in self.render().items()}
+
+    def _optional(self) -> tuple[tuple[str, str], ...]:
+        return (
+            ("result", self.result),
+            ("failedAt", self.failed_at),
+            ("failureReason", self.failure_reason),
+            ("message", self.message),
+            ("podWaiting", self.pod_waiting),
+            ("podEnded", self.pod_ended),
+        )
 
 
 @dataclass(frozen=True)
@@ -108,11 +126,13 @@ class Situation:
 @dataclass(frozen=True)
 class JobChildren:
     """What Metacontroller sent about the model's metadata Jobs: the observed Jobs, the
-    (kind, namespace, name) of the observed ServiceAccounts and RBAC objects, and the Job
-    pods the customize hook asked for (whose messages explain a failure)."""
+    (kind, namespace, name) of the observed ServiceAccounts and RBAC objects, the observed
+    record ConfigMaps, and the Job pods the customize hook asked for (whose messages
+    explain a failure)."""
 
     jobs: list[dict[str, Any]]
     access: set[tuple[str, str | None, str]]
+    records: list[dict[str, Any]]
     pods: list[dict[str, Any]]
 
 
@@ -147,20 +167,30 @@ def retry_delay(attempt: int, settings: Settings) -> int:
     return min(settings.retry_base_delay_seconds << min(attempt - 1, 32), settings.retry_max_delay_seconds)
 
 
-def read_record(model: Model) -> Record:
-    """The observed record, if it concerns the current URI; a new URI starts from nothing."""
-    raw = model.status.get("metadataExtraction")
-    if not isinstance(raw, dict) or raw.get("storageUri") != model.storage_uri:
+def read_record(model: Model, location: PVCLocation, records: list[dict[str, Any]]) -> Record:
+    """The observed record ConfigMap, if it concerns the current URI; a new URI starts
+    from nothing. A field that does not read as what the hook wrote reads as absent."""
+    name = service_account_name(model)
+    raw = next(
+        (
+            field(item, "data")
+            for item in records
+            if item["metadata"]["name"] == name and item["metadata"].get("namespace") == location.namespace
+        ),
+        {},
+    )
+    if raw.get("storageUri") != model.storage_uri:
         return Record(model.storage_uri)
-    attempts: Any = raw.get("attempts")
-    if not is_count(attempts, INT32_MAX) or attempts == 0:
+    attempts = text(raw, "attempts")
+    if not ATTEMPT_HINT.fullmatch(attempts) or int(attempts) > INT32_MAX:
         return Record(model.storage_uri)
     return Record(
         storage_uri=model.storage_uri,
-        attempts=attempts,
+        attempts=int(attempts),
         job_name=text(raw, "jobName"),
         result=text(raw, "result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
         failed_at=normalized_time(raw.get("failedAt")) or "",
+        failure_reason=text(raw, "failureReason") if raw.get("failureReason") in FAILURE_REASONS else "",
         message=text(raw, "message"),
         pod_waiting=text(raw, "podWaiting"),
         pod_ended=text(raw, "podEnded"),
@@ -209,7 +239,7 @@ def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) 
     A new Job is created only once its own ServiceAccount and RBAC are observed, so its
     pod never starts without the permission to write the model."""
     model, location, settings = situation.model, situation.location, situation.settings
-    record = read_record(model)
+    record = read_record(model, location, observed.records)
     jobs = current_jobs(model, location, observed.jobs, record, settings)
     outcome: JobOutcome | None = None
 
@@ -222,6 +252,7 @@ def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) 
             record,
             result=FAILED,
             failed_at=format_time(now),
+            failure_reason=JOB_FAILED,
             message=f"Job {location.namespace}/{record.job_name} disappeared before it finished (deleted by hand?)",
             pod_waiting="",
             pod_ended="",
@@ -238,6 +269,7 @@ def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) 
                 job_name=job_name(model, model.storage_uri, record.attempts + 1),
                 result=PENDING,
                 failed_at="",
+                failure_reason="",
                 pod_waiting="",
                 pod_ended="",
             )
@@ -258,13 +290,16 @@ def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) 
     requested = record.result == PENDING and record.attempts not in jobs
     creating = wanted and requested
     where = f"Job {location.namespace}/{record.job_name}"
-    if creating:
+    if creating and missing:
+        record = replace(record, message=f"the ServiceAccount and RBAC of {where} requested; the Job follows once they exist")
+    elif creating:
         record = replace(record, message=f"{where} requested")
-        if not missing:
-            returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
+        returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
     elif requested:
         record = replace(record, message=f"{where} not created: {_unwanted(situation)}")
     children = returned + access if returned or creating else []
+    if record.attempts and situation.may_start:
+        children.append(build_record(model, location.namespace, record.data()))
     condition = _condition(situation, record, outcome, missing)
     return Extraction(children, condition, record if record.attempts else None, resync_after)
 
@@ -297,7 +332,7 @@ def _observe(
     same_job = record.job_name == name
     if outcome.result == SUCCEEDED:
         return replace(
-            record, attempts=attempt, job_name=name, result=SUCCEEDED, message=f"Job {where} completed",
+            record, attempts=attempt, job_name=name, result=SUCCEEDED, failure_reason="", message=f"Job {where} completed",
             pod_waiting="", pod_ended="",
         )
     if outcome.result == RUNNING:
@@ -305,7 +340,8 @@ def _observe(
         waiting = pod_waiting(job, pods)
         message = f"Job {where} {state}" + (f"{WAITING}{waiting}" if waiting else "")
         return replace(
-            record, attempts=attempt, job_name=name, result=RUNNING, message=message, pod_waiting=waiting, pod_ended=""
+            record, attempts=attempt, job_name=name, result=RUNNING, failure_reason="", message=message,
+            pod_waiting=waiting, pod_ended="",
         )
     message = f"Job {where} failed: {outcome.detail or 'no reason given'}"
     said = agent_said(job, pods) or (record.pod_ended if same_job else "")
@@ -321,6 +357,7 @@ def _observe(
         job_name=name,
         result=FAILED,
         failed_at=kept or _no_later(outcome.failed_at, now),
+        failure_reason=outcome.reason,
         message=message,
         pod_waiting=waited,
         pod_ended=said,
@@ -402,7 +439,7 @@ def _running(record: Record, where: str, of: str, outcome: JobOutcome | None, ma
 def _failed(situation: Situation, record: Record, of: str, outcome: JobOutcome | None) -> Condition:
     """A failed attempt: what failed, and when the next one starts or how to retry."""
     settings = situation.settings
-    reason = outcome.reason if outcome and outcome.result == FAILED else _remembered_failure(situation.model)
+    reason = outcome.reason if outcome and outcome.result == FAILED else record.failure_reason or JOB_FAILED
     message = f"{of} failed at {record.failed_at}: {record.message}"
     start = _next_start(record, settings)
     if not situation.may_start:
@@ -421,11 +458,3 @@ def _failed(situation: Situation, record: Record, of: str, outcome: JobOutcome |
             "modelParameterSize into the spec yourself"
         )
     return Condition(METADATA_READY, FALSE, reason, message)
-
-
-def _remembered_failure(model: Model) -> str:
-    """The failure reason survives its Job only in the previous MetadataReady condition."""
-    for item in items(model.status, "conditions"):
-        if text(item, "type") == METADATA_READY and text(item, "reason") in FAILURE_REASONS:
-            return text(item, "reason")
-    return JOB_FAILED

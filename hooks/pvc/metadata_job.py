@@ -83,7 +83,7 @@ def _job_name(identity: Identity, storage_uri: str, attempt: int) -> str:
 
 
 def service_account_name(model: Model) -> str:
-    """Also the Role and RoleBinding name: one set of access objects per model."""
+    """Also the name of the Role, the RoleBinding and the record: one set per model."""
     return _service_account_name(_identity(model))
 
 
@@ -248,6 +248,21 @@ def _access(identity: Identity, resource: str, namespace: str) -> list[dict[str,
             "subjects": [subject],
         },
     ]
+
+
+def build_record(model: Model, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    """The ConfigMap that remembers the model's extraction attempts.
+
+    It is the hook's own object, so no CRD's status schema can prune it: whatever
+    BaseModel CRD is installed, a failed attempt stays counted and its retry spaced. It is
+    updated in place (its CompositeController's strategy for ConfigMaps is InPlace)."""
+    identity = _identity(model)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": _service_account_name(identity), "namespace": namespace, "labels": _labels(identity)},
+        "data": data,
+    }
 
 
 def built_with(job: dict[str, Any], settings: Settings) -> Settings:
