@@ -3,6 +3,11 @@
 Metacontroller caches this answer per parent generation, so the rules depend on the spec
 alone. It asks every parent of the CompositeController, selected or not, whenever a
 related object changes: a model that is not the hook's asks for nothing.
+
+What a rule costs is Metacontroller's, not the hook's: it keeps an informer, a cache of
+every object of the rule's type in the cluster, whatever the rule selects. The PVCs are
+few; the pods may be many, so ``READ_JOB_PODS=false`` leaves them out, and the status
+then cannot quote what the agent's pod said.
 """
 
 from __future__ import annotations
@@ -16,8 +21,8 @@ from hooks.settings import Settings
 
 
 def customize(body: Any, settings: Settings) -> dict[str, Any]:
-    """The PVC by name and the model's Job pods (whose messages explain failures); nothing
-    for a model on other storage or a URI that does not parse."""
+    """The PVC by name and, unless turned off, the model's Job pods (whose messages explain
+    failures); nothing for a model on other storage or a URI that does not parse."""
     model = read_model(read_request(body)["parent"])
     if not is_pvc_uri(model.storage_uri):
         return {"relatedResources": []}
@@ -25,19 +30,16 @@ def customize(body: Any, settings: Settings) -> dict[str, Any]:
         location = parse_pvc_uri(model.storage_uri, model.namespace)
     except StorageURIError:
         return {"relatedResources": []}
-    return {
-        "relatedResources": [
-            {
-                "apiVersion": "v1",
-                "resource": "persistentvolumeclaims",
-                "namespace": location.namespace,
-                "names": [location.pvc_name],
-            },
+    rules: list[dict[str, Any]] = [
+        {"apiVersion": "v1", "resource": "persistentvolumeclaims", "namespace": location.namespace, "names": [location.pvc_name]}
+    ]
+    if settings.read_job_pods:
+        rules.append(
             {
                 "apiVersion": "v1",
                 "resource": "pods",
                 "namespace": location.namespace,
                 "labelSelector": {"matchLabels": model_labels(model)},
-            },
-        ]
-    }
+            }
+        )
+    return {"relatedResources": rules}

@@ -59,6 +59,7 @@ class Settings:
     retry_base_delay_seconds: int = 10
     retry_max_delay_seconds: int = 600
     max_attempts: int = 5
+    read_job_pods: bool = True
     finalize_resync_seconds: int = 30
     max_request_bytes: int = 32 * 1024 * 1024
     auth_token: str = ""
@@ -135,6 +136,7 @@ ENV_VARIABLES: dict[str, str] = {
     "retry_base_delay_seconds": "RETRY_BASE_DELAY_SECONDS",
     "retry_max_delay_seconds": "RETRY_MAX_DELAY_SECONDS",
     "max_attempts": "RETRY_MAX_ATTEMPTS",
+    "read_job_pods": "READ_JOB_PODS",
     "finalize_resync_seconds": "FINALIZE_RESYNC_SECONDS",
     "max_request_bytes": "HOOK_MAX_REQUEST_BYTES",
     "auth_token": "HOOK_AUTH_TOKEN",
@@ -174,6 +176,13 @@ def _integer(low: int, high: int) -> Callable[[str, str], int]:
     return parse
 
 
+def _boolean(variable: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"{variable}={raw!r} is not true or false")
+    return value == "true"
+
+
 def _matching(valid: Callable[[str], object], what: str) -> Callable[[str, str], str]:
     def parse(variable: str, raw: str) -> str:
         value = raw.strip()
@@ -211,6 +220,7 @@ _PARSERS: dict[str, Callable[[str, str], object]] = {
     "retry_base_delay_seconds": _integer(10, 3600),
     "retry_max_delay_seconds": _integer(10, 86400),
     "max_attempts": _integer(1, 100),
+    "read_job_pods": _boolean,
     "finalize_resync_seconds": _integer(1, 3600),
     "max_request_bytes": _integer(1024, 1024**3),
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -134,3 +135,15 @@ def test_customize_answers_related_rules_or_a_400(drawn: tuple[dict[str, Any], S
         assert rule["namespace"] == parse_pvc_uri(model.storage_uri, model.namespace).namespace
         if "names" in rule:
             assert rule.get("namespace") and "labelSelector" not in rule
+
+
+@hypothesis_settings(BOUNDED, max_examples=100)
+@given(customize_requests())
+def test_without_job_pods_customize_asks_for_the_pvc_alone(drawn: tuple[dict[str, Any], Settings]) -> None:
+    """READ_JOB_PODS=false spares Metacontroller a cache of every pod in the cluster."""
+    request, settings = drawn
+    try:
+        response = customize(request, replace(settings, read_job_pods=False))
+    except BadRequest:
+        return
+    assert all(rule["resource"] == "persistentvolumeclaims" for rule in response["relatedResources"])

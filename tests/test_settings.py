@@ -114,3 +114,13 @@ def test_request_equal_to_limit_in_other_units_is_accepted() -> None:
 def test_mount_path_is_normalized_before_it_is_judged(path: str) -> None:
     with pytest.raises(ConfigError, match="MODEL_MOUNT_PATH"):
         Settings.from_env({"MODEL_MOUNT_PATH": path})
+
+
+@pytest.mark.parametrize(("raw", "value"), [("true", True), ("false", False), (" False ", False), ("TRUE", True)])
+def test_read_job_pods_reads_true_or_false(raw: str, value: bool) -> None:
+    assert Settings.from_env({"READ_JOB_PODS": raw}).read_job_pods is value
+
+
+def test_read_job_pods_refuses_anything_but_true_or_false() -> None:
+    with pytest.raises(ConfigError, match="READ_JOB_PODS='yes' is not true or false"):
+        Settings.from_env({"READ_JOB_PODS": "yes"})
