@@ -16,7 +16,7 @@ from typing import Any
 
 from hooks.observed import Model, has_children, kept_status
 from hooks.settings import Settings
-from hooks.states import IN_TRANSIT
+from hooks.states import State
 
 HANDED_BACK = "HandedBack"
 
@@ -25,7 +25,7 @@ def hand_back(request: dict[str, Any], model: Model, finalizing: bool, settings:
     """No children and OME's starting status; while finalizing, ``finalized`` once no child
     is observed (Metacontroller then removes its finalizer and stops calling)."""
     remaining = has_children(request)
-    response: dict[str, Any] = {"status": {"state": IN_TRANSIT, **kept_status(model)}, "children": []}
+    response: dict[str, Any] = {"status": {"state": State.IN_TRANSIT, **kept_status(model)}, "children": []}
     if finalizing:
         response["finalized"] = not remaining
         if remaining:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hooks.names import is_dns_label, is_dns_subdomain
+from hooks.pvc.storage_uri import PVCLocation, StorageURIError, parse_pvc_uri
 
 API_GROUP = "ome.io"
 API_VERSION = "ome.io/v1beta1"
@@ -57,6 +58,65 @@ class Model:
     def resource(self) -> str:
         """The plural resource name, for RBAC rules and related-object rules."""
         return "clusterbasemodels" if self.cluster_scoped else "basemodels"
+
+
+Access = frozenset[tuple[str, str | None, str]]
+
+
+@dataclass(frozen=True)
+class PVCObservation:
+    """Everything a ``pvc://`` model's sync is decided from, read from the request once:
+    the model, whether it is being finalized, where its URI points (or why it cannot be
+    used), its observed children (Jobs, the (kind, namespace, name) of its ServiceAccount
+    and RBAC objects, record ConfigMaps) and the related PVCs and Job pods. Whether any
+    child remains is read only while finalizing: it is what a deletion waits for."""
+
+    model: Model
+    finalizing: bool
+    location: PVCLocation | None
+    uri_refusal: StorageURIError | None
+    jobs: list[dict[str, Any]]
+    access: Access
+    records: list[dict[str, Any]]
+    pvcs: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+    remaining: bool
+
+
+def observe_pvc_model(request: dict[str, Any], model: Model, finalizing: bool) -> PVCObservation:
+    """The children are read before the URI is judged: a child the hook cannot read makes
+    a 400 whatever the URI, since a 200 would delete it. The PVCs are read only for a URI
+    that names one (the customize hook asked for nothing otherwise), the pods only if asked."""
+    jobs = object_group(request, "children", JOBS, required=True)
+    access = _read_access(request, model)
+    records = object_group(request, "children", CONFIG_MAPS, required=True)
+    try:
+        location, refusal = parse_pvc_uri(model.storage_uri, model.namespace), None
+    except StorageURIError as error:
+        location, refusal = None, error
+    return PVCObservation(
+        model=model,
+        finalizing=finalizing,
+        location=location,
+        uri_refusal=refusal,
+        jobs=jobs,
+        access=access,
+        records=records,
+        pvcs=object_group(request, "related", PVCS, required=True) if location else [],
+        pods=object_group(request, "related", PODS, required=False) if location else [],
+        remaining=finalizing and has_children(request),
+    )
+
+
+def _read_access(request: dict[str, Any], model: Model) -> Access:
+    """The observed ServiceAccounts and RBAC objects by (kind, namespace, name), as the
+    hook names them, so a Job can wait for its own."""
+    access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
+    return frozenset(
+        (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
+        for type_key in (SERVICE_ACCOUNTS, *access_types)
+        for item in object_group(request, "children", type_key, required=True)
+    )
 
 
 def read_request(body: Any) -> dict[str, Any]:

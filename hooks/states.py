@@ -4,6 +4,10 @@ OME's CRD also allows Creating, Importing and In_Training, but nothing upstream 
 them for base models, so neither does this hook.
 """
 
-READY = "Ready"
-FAILED = "Failed"
-IN_TRANSIT = "In_Transit"
+from enum import StrEnum
+
+
+class State(StrEnum):
+    READY = "Ready"
+    FAILED = "Failed"
+    IN_TRANSIT = "In_Transit"

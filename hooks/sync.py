@@ -1,9 +1,9 @@
 """The pure core: a Metacontroller request and a clock in, the desired state out.
 
-Reading order of a decision: whose model it is (``pvc://`` and still selected, or handed
-back to OME), then storage, then the metadata Job, then the conditions and the state they
-imply. Nothing here does I/O or
-reads the clock, so the same request at the same ``now`` always gives the same bytes.
+A decision reads top to bottom: whose model it is (``pvc://`` and still selected, or
+handed back to OME); then, for the hook's own, observe the request, judge the storage,
+plan the extraction and compose the status. Nothing here does I/O or reads the clock, so
+the same request at the same ``now`` always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -14,30 +14,15 @@ from typing import Any
 
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.hand_back import HANDED_BACK, hand_back
-from hooks.observed import (
-    CONFIG_MAPS,
-    JOBS,
-    PODS,
-    PVCS,
-    Model,
-    has_children,
-    kept_status,
-    object_group,
-    read_model,
-    read_request,
-)
-from hooks.pvc.claim import STORAGE_READY, judge_pvc
-from hooks.pvc.extraction import (
-    FAILURE_REASONS,
-    JobChildren,
-    Situation,
-    plan_extraction,
-    read_access,
-    refused_uri_condition,
-)
-from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+from hooks.observed import PVCObservation, kept_status, observe_pvc_model, read_model, read_request
+from hooks.pvc.extraction import Plan, plan_extraction
+from hooks.pvc.metadata_ready import metadata_ready
+from hooks.pvc.storage import StorageVerdict, judge_storage
+from hooks.pvc.storage_uri import is_pvc_uri
 from hooks.settings import Settings
-from hooks.states import FAILED, IN_TRANSIT, READY
+from hooks.states import State
+
+READY = "Ready"
 
 
 @dataclass(frozen=True)
@@ -75,68 +60,44 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
     finalizing = finalize or request.get("finalizing") is True
     if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
         return Decision(hand_back(request, model, finalizing, settings), "hand-back")
-    return _pvc_flow(request, model, settings, now, finalizing)
+    seen = observe_pvc_model(request, model, finalizing)
+    storage = judge_storage(seen)
+    plan = plan_extraction(seen, storage.ready, settings, now)
+    status = compose_status(seen, storage, plan, now)
+    return Decision(_answer(seen, status, plan, settings), "pvc")
 
 
-def _pvc_flow(
-    request: dict[str, Any], model: Model, settings: Settings, now: datetime, finalizing: bool
-) -> Decision:
-    """URI, then PVC, then the metadata Job; while finalizing, no child is kept.
-
-    The children are read before the URI is judged: a child the hook cannot read makes a
-    400 whatever the URI, since a 200 would delete it."""
-    observed_jobs = object_group(request, "children", JOBS, required=True)
-    observed_access = read_access(request, model)
-    observed_records = object_group(request, "children", CONFIG_MAPS, required=True)
-
-    status: dict[str, Any] = {}
-    children: list[dict[str, Any]] = []
-    resync_after: float | None = None
-    try:
-        location = parse_pvc_uri(model.storage_uri, model.namespace)
-    except StorageURIError as refusal:
-        storage = Condition(STORAGE_READY, FALSE, refusal.reason, refusal.message)
-        metadata = refused_uri_condition()
-        storage_state = FAILED
-    else:
-        verdict = judge_pvc(location, object_group(request, "related", PVCS, required=True))
-        pods = object_group(request, "related", PODS, required=False)
-        observed = JobChildren(observed_jobs, observed_access, observed_records, pods)
-        situation = Situation(model, location, verdict.condition.is_true, not finalizing, settings)
-        extraction = plan_extraction(situation, observed, now)
-        storage, metadata, storage_state = verdict.condition, extraction.condition, verdict.state
-        status["storage"] = verdict.record
-        if extraction.record is not None:
-            status["metadataExtraction"] = extraction.record.render()
-        children, resync_after = extraction.children, extraction.resync_after
-
-    ready = _ready(storage, metadata)
-    if not storage.is_true:
-        state = storage_state
-    elif metadata.is_true:
-        state = READY
-    else:
-        state = FAILED if metadata.reason in FAILURE_REASONS else IN_TRANSIT
-
-    status = {
-        "state": state,
+def compose_status(seen: PVCObservation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
+    """The state the first blocker implies, then the conditions (``Ready`` repeating that
+    blocker), then what the URI resolved to and the extraction's record."""
+    model = seen.model
+    metadata = metadata_ready(seen, plan, storage.ready)
+    conditions = (storage.condition, metadata.condition, _ready(storage.condition, metadata.condition))
+    return {
+        "state": storage.state if not storage.ready else State.READY if metadata.condition.is_true else metadata.state,
         **kept_status(model),
-        "conditions": stamp((storage, metadata, ready), model.status.get("conditions"), now, model.generation),
-        **status,
+        "conditions": stamp(conditions, model.status.get("conditions"), now, model.generation),
+        **({"storage": storage.fields} if storage.fields is not None else {}),
+        **plan.status_fields(),
     }
-    response: dict[str, Any] = {"status": status, "children": [] if finalizing else children}
-    if finalizing:
-        response["finalized"] = not has_children(request)
-        if not response["finalized"]:
+
+
+def _answer(seen: PVCObservation, status: dict[str, Any], plan: Plan, settings: Settings) -> dict[str, Any]:
+    """While finalizing no child is kept, and the answer says whether any is left."""
+    response: dict[str, Any] = {"status": status, "children": [] if seen.finalizing else plan.children}
+    resync_after = plan.resync_after
+    if seen.finalizing:
+        response["finalized"] = not seen.remaining
+        if seen.remaining:
             resync_after = settings.finalize_resync_seconds
     if resync_after is not None:
         response["resyncAfterSeconds"] = resync_after
-    return Decision(response, "pvc")
+    return response
 
 
 def _ready(storage: Condition, metadata: Condition) -> Condition:
     """Ready repeats the first blocker, so one condition tells a person what to fix."""
     if storage.is_true and metadata.is_true:
-        return Condition(READY_CONDITION, TRUE, "Ready", f"{storage.message}; {metadata.message}")
+        return Condition(READY_CONDITION, TRUE, READY, f"{storage.message}; {metadata.message}")
     first = storage if not storage.is_true else metadata
     return Condition(READY_CONDITION, FALSE, first.reason, first.message)

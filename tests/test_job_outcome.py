@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from hooks.pvc.job_outcome import MESSAGE_LIMIT, agent_said, pod_waiting, read_outcome
+from hooks.pvc.job_outcome import MESSAGE_LIMIT, JobOutcome, Result, agent_said, pod_waiting, read_outcome
 from tests import golden
 
 JOB = {"metadata": {"name": "llama-3-1-8b-metadata-a5a494cca1", "namespace": "models"}}
@@ -97,7 +97,41 @@ def test_job_and_pod_status_lists_of_another_type_read_as_empty(value: Any) -> N
     job = {"metadata": JOB["metadata"], "status": {"conditions": value}}
     pod = failed_pod(json_line("error", FINAL, error=CAUSE))
     pod["status"]["conditions"] = value
-    assert read_outcome(job).reason == "JobRunning"
+    assert read_outcome(job) == JobOutcome(Result.RUNNING)
     assert pod_waiting(job, [pod]) == ""
     pod["status"]["containerStatuses"] = value
     assert agent_said(job, [pod]) == ""
+
+
+@pytest.mark.parametrize(
+    ("status", "facts"),
+    [
+        ({}, (Result.RUNNING, False, False)),
+        ({"active": 1, "ready": 0}, (Result.RUNNING, False, False)),
+        ({"conditions": [{"type": "Suspended", "status": "True"}]}, (Result.RUNNING, True, False)),
+        ({"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}]}, (Result.RUNNING, False, False)),
+        ({"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}, (Result.SUCCEEDED, False, False)),
+        ({"conditions": [{"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": "2026-11-30T11:00:00Z"}]}, (Result.FAILED, False, False)),
+        ({"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}, (Result.FAILED, False, True)),
+        ({"conditions": [{"type": "Failed", "status": "False"}]}, (Result.RUNNING, False, False)),
+    ],
+)
+def test_a_jobs_conditions_say_its_result_whether_suspended_and_whether_past_its_deadline(status: dict, facts: tuple) -> None:
+    """A decided failure (FailureTarget) is a failure while its pods still terminate."""
+    outcome = read_outcome({"metadata": {"name": "j"}, "status": status})
+    assert (outcome.result, outcome.suspended, outcome.deadline_exceeded) == facts
+
+
+def test_failure_time_is_the_first_failure_condition() -> None:
+    outcome = read_outcome(
+        {
+            "metadata": {"name": "j"},
+            "status": {
+                "conditions": [
+                    {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": "2026-11-30T11:00:00Z"},
+                    {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": "2026-11-30T11:00:07Z"},
+                ]
+            },
+        }
+    )
+    assert outcome.failed_at == "2026-11-30T11:00:00Z"

@@ -7,7 +7,6 @@ import re
 import pytest
 
 from hooks.observed import Model
-from hooks.pvc.job_outcome import read_outcome
 from hooks.pvc.metadata_job import (
     build_access,
     build_job,
@@ -141,36 +140,3 @@ def test_children_for_a_long_model_name_validate_strictly(version: str, namespac
     for child in children:
         assert kubernetes_errors(child, version) == []
         assert len(child["metadata"]["name"]) <= 63
-
-
-@pytest.mark.parametrize(
-    ("status", "result", "reason"),
-    [
-        ({}, "Running", "JobRunning"),
-        ({"active": 1, "ready": 0}, "Running", "JobRunning"),
-        ({"conditions": [{"type": "Suspended", "status": "True"}]}, "Running", "JobSuspended"),
-        ({"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}]}, "Running", "JobRunning"),
-        ({"conditions": [{"type": "SuccessCriteriaMet", "status": "True"}, {"type": "Complete", "status": "True"}]}, "Succeeded", "MetadataExtracted"),
-        ({"conditions": [{"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": "2026-11-30T11:00:00Z"}]}, "Failed", "JobFailed"),
-        ({"conditions": [{"type": "Failed", "status": "True", "reason": "DeadlineExceeded"}]}, "Failed", "JobDeadlineExceeded"),
-        ({"conditions": [{"type": "Failed", "status": "False"}]}, "Running", "JobRunning"),
-    ],
-)
-def test_job_conditions_map_to_contract_reasons(status: dict, result: str, reason: str) -> None:
-    outcome = read_outcome({"metadata": {"name": "j"}, "status": status})
-    assert (outcome.result, outcome.reason) == (result, reason)
-
-
-def test_failure_time_is_the_first_failure_condition() -> None:
-    outcome = read_outcome(
-        {
-            "metadata": {"name": "j"},
-            "status": {
-                "conditions": [
-                    {"type": "FailureTarget", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": "2026-11-30T11:00:00Z"},
-                    {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": "2026-11-30T11:00:07Z"},
-                ]
-            },
-        }
-    )
-    assert outcome.failed_at == "2026-11-30T11:00:00Z"

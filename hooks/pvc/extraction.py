@@ -1,219 +1,189 @@
-"""Decide which metadata Jobs should exist and what ``MetadataReady`` says.
+"""Plan the metadata extraction in three steps: fold what the observed Jobs say into the
+record, decide whether the next attempt starts, and choose the children to return.
 
-The hook's only memory is the record: which URI it concerns, how many attempts were
-made, the last Job and its result. It is what keeps a finished Job from running again
-after Kubernetes removed it, and what spaces retries. It lives in a ConfigMap the hook
-owns (a child, so it comes back in every request), where no BaseModel CRD's status
-schema can prune it; ``status.metadataExtraction`` shows the same fields to people.
+A Job is the hook's by its name alone (derived from the model, the URI and the attempt),
+and every observed Job of the current URI is returned exactly as it was built, until
+Kubernetes removes it: Metacontroller deletes every child an answer leaves out.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from hooks.conditions import FALSE, TRUE, Condition, format_time, normalized_time, parse_time
-from hooks.observed import (
-    CLUSTER_ROLE_BINDINGS,
-    CLUSTER_ROLES,
-    ROLE_BINDINGS,
-    ROLES,
-    SERVICE_ACCOUNTS,
-    BadRequest,
-    Model,
-    field,
-    object_group,
-    text,
-)
-from hooks.pvc.job_outcome import (
-    FAILED,
-    JOB_DEADLINE_EXCEEDED,
-    JOB_FAILED,
-    JOB_RUNNING,
-    JOB_SUSPENDED,
-    METADATA_EXTRACTED,
-    RUNNING,
-    SUCCEEDED,
-    JobOutcome,
-    agent_said,
-    pod_waiting,
-    read_outcome,
-)
-from hooks.pvc.metadata_job import (
-    ATTEMPT_LABEL,
-    build_access,
-    build_job,
-    build_record,
-    built_with,
-    job_name,
-    job_names,
-    service_account_name,
-)
+from hooks.conditions import format_time, parse_time
+from hooks.observed import BadRequest, PVCObservation, field
+from hooks.pvc.job_outcome import JobOutcome, Result, agent_said, pod_waiting, read_outcome
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, build_record, built_with, job_name, job_names
+from hooks.pvc.metadata_ready import JOB_FAILED, WAITING, failure_reason, metadata_present
+from hooks.pvc.record import ATTEMPT_NUMBER, Record, read_record
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.settings import Settings
 
-METADATA_READY = "MetadataReady"
-PENDING = "Pending"
-METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
-METADATA_PRESENT = "MetadataPresent"
-STORAGE_NOT_READY = "StorageNotReady"
-JOB_PENDING = "JobPending"
-FAILURE_REASONS = (JOB_FAILED, JOB_DEADLINE_EXCEEDED)
-ATTEMPT_HINT = re.compile(r"[1-9][0-9]{0,8}")
-INT32_MAX = 2**31 - 1
+WAS_WAITING = "; before that its pod was waiting: "
+POD_ENDED = "; its last pod ended: "
+
+
+class Newest(NamedTuple):
+    """The newest observed Job of the current URI: its attempt, the Job, what it says."""
+
+    attempt: int
+    job: dict[str, Any]
+    outcome: JobOutcome
 
 
 @dataclass(frozen=True)
-class Record:
-    """What was last attempted for which URI, and how it ended.
+class Observed:
+    """Step 1: where the Jobs run, the record with the newest observed Job folded in, the
+    observed Jobs of the current URI by attempt, what the newest one says, and the name
+    the next attempt's Job would take."""
 
-    What the Job's pod last said (what it waited for, how it ended) and the reason of a
-    failure are kept in fields of their own: the pods go before the Job does, and a failure
-    must still quote them and keep its reason."""
-
-    storage_uri: str
-    attempts: int = 0
-    job_name: str = ""
-    result: str = ""
-    failed_at: str = ""
-    failure_reason: str = ""
-    message: str = ""
-    pod_waiting: str = ""
-    pod_ended: str = ""
-
-    def render(self) -> dict[str, Any]:
-        """The status form; optional fields appear only when they say something."""
-        rendered: dict[str, Any] = {
-            "storageUri": self.storage_uri,
-            "attempts": self.attempts,
-            "jobName": self.job_name,
-        }
-        for key, value in self._optional():
-            if value:
-                rendered[key] = value
-        return rendered
-
-    def data(self) -> dict[str, str]:
-        """The record ConfigMap's data: the status form in strings."""
-        return {key: str(value) for key, value in self.render().items()}
-
-    def _optional(self) -> tuple[tuple[str, str], ...]:
-        return (
-            ("result", self.result),
-            ("failedAt", self.failed_at),
-            ("failureReason", self.failure_reason),
-            ("message", self.message),
-            ("podWaiting", self.pod_waiting),
-            ("podEnded", self.pod_ended),
-        )
-
-
-@dataclass(frozen=True)
-class Situation:
-    """What every rule about the metadata Job weighs besides the record: the model, where
-    its files are, whether the storage is ready, whether a Job may start at all (not while
-    the model is being deleted), and the settings."""
-
-    model: Model
     location: PVCLocation
-    storage_ready: bool
-    may_start: bool
-    settings: Settings
+    record: Record
+    jobs: dict[int, dict[str, Any]]
+    outcome: JobOutcome | None
+    next_job: str
 
 
 @dataclass(frozen=True)
-class JobChildren:
-    """What Metacontroller sent about the model's metadata Jobs: the observed Jobs, the
-    (kind, namespace, name) of the observed ServiceAccounts and RBAC objects, the observed
-    record ConfigMaps, and the Job pods the customize hook asked for (whose messages
-    explain a failure)."""
+class Decided:
+    """Step 2: the record with the next attempt started, or not; whether a Job is wanted
+    at all; when the attempt after a failed one may start; and when to be called back for
+    a retry that is not due yet."""
 
-    jobs: list[dict[str, Any]]
-    access: set[tuple[str, str | None, str]]
-    records: list[dict[str, Any]]
-    pods: list[dict[str, Any]]
+    record: Record
+    outcome: JobOutcome | None
+    wanted: bool
+    retry_at: datetime | None = None
+    resync_after: float | None = None
 
 
 @dataclass(frozen=True)
-class Extraction:
-    """The Jobs (and their access objects) to return, the condition, the record and when to call back."""
+class Plan:
+    """Step 3: the children to return, the record to keep, what the latest Job said, the
+    access objects still missing, the attempts allowed and when the next may start, and
+    when to call back. A refused URI plans nothing and has no location."""
 
+    location: PVCLocation | None
     children: list[dict[str, Any]]
-    condition: Condition
-    record: Record | None
-    resync_after: float | None
+    record: Record
+    max_attempts: int
+    outcome: JobOutcome | None = None
+    missing_access: tuple[str, ...] = ()
+    retry_at: datetime | None = None
+    resync_after: float | None = None
+
+    def status_fields(self) -> dict[str, Any]:
+        """``status.metadataExtraction``, once anything was attempted."""
+        return {"metadataExtraction": self.record.render()} if self.record.attempts else {}
 
 
-def read_access(request: dict[str, Any], model: Model) -> set[tuple[str, str | None, str]]:
-    """The observed ServiceAccounts and RBAC objects by (kind, namespace, name), as
-    ``build_access`` names them, so a Job can wait for its own."""
-    access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
-    return {
-        (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
-        for type_key in (SERVICE_ACCOUNTS, *access_types)
-        for item in object_group(request, "children", type_key, required=True)
-    }
+def plan_extraction(seen: PVCObservation, storage_ready: bool, settings: Settings, now: datetime) -> Plan:
+    """A Job is wanted while the storage is ready, the metadata is missing and the model
+    is not being deleted."""
+    if seen.location is None:
+        return Plan(None, [], Record(seen.model.storage_uri), settings.max_attempts)
+    observed = fold_observed(seen, seen.location, settings, now)
+    wanted = storage_ready and not seen.finalizing and not metadata_present(seen.model.spec)
+    decided = decide_attempt(observed, wanted, settings, now)
+    return choose_children(seen, observed, decided, settings)
 
 
-def metadata_present(spec: dict[str, Any]) -> bool:
-    """The contract's test: without these three the model cannot be scheduled sensibly."""
-    return all(isinstance(spec.get(key), str) and spec[key] for key in METADATA_FIELDS)
+def fold_observed(seen: PVCObservation, location: PVCLocation, settings: Settings, now: datetime) -> Observed:
+    """The newest observed Job of an attempt the record knows, or of a later one, says how
+    that attempt stands; a running attempt whose Job is gone failed."""
+    remembered = read_record(seen, location.namespace)
+    jobs = current_jobs(seen, location, remembered, settings)
+    latest = max(jobs, default=0)
+    newest = Newest(latest, jobs[latest], read_outcome(jobs[latest])) if latest and latest >= remembered.attempts else None
+    if newest is not None:
+        record = _fold(remembered, newest, seen.pods, now)
+    elif remembered.result is Result.RUNNING:
+        record = _vanished(remembered, location, now)
+    else:
+        record = remembered
+    next_job = job_name(seen.model, seen.model.storage_uri, record.attempts + 1)
+    return Observed(location, record, jobs, newest.outcome if newest else None, next_job)
 
 
-def retry_delay(attempt: int, settings: Settings) -> int:
-    """Seconds to wait after ``attempt`` failed: doubling from the base, capped."""
-    return min(settings.retry_base_delay_seconds << min(attempt - 1, 32), settings.retry_max_delay_seconds)
-
-
-def read_record(model: Model, location: PVCLocation, records: list[dict[str, Any]]) -> Record:
-    """The observed record ConfigMap, if it concerns the current URI; a new URI starts
-    from nothing. A field that does not read as what the hook wrote reads as absent."""
-    name = service_account_name(model)
-    raw = next(
-        (
-            field(item, "data")
-            for item in records
-            if item["metadata"]["name"] == name and item["metadata"].get("namespace") == location.namespace
-        ),
-        {},
+def decide_attempt(observed: Observed, wanted: bool, settings: Settings, now: datetime) -> Decided:
+    """The next attempt starts when a Job is wanted, none is under way, attempts are left
+    and the delay after a failure is over; a delay not over yet asks to be called back."""
+    record = observed.record
+    start = record.next_start(settings)
+    if not wanted or record.result not in (None, Result.FAILED) or record.attempts >= settings.max_attempts:
+        return Decided(record, observed.outcome, wanted, start)
+    if start is not None and now < start:
+        resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry_max_delay_seconds)
+        return Decided(record, observed.outcome, wanted, start, resync_after)
+    started = replace(
+        record,
+        attempts=record.attempts + 1,
+        job_name=observed.next_job,
+        result=Result.PENDING,
+        failed_at="",
+        failure_reason="",
+        pod_waiting="",
+        pod_ended="",
     )
-    if raw.get("storageUri") != model.storage_uri:
-        return Record(model.storage_uri)
-    attempts = text(raw, "attempts")
-    if not ATTEMPT_HINT.fullmatch(attempts) or int(attempts) > INT32_MAX:
-        return Record(model.storage_uri)
-    return Record(
-        storage_uri=model.storage_uri,
-        attempts=int(attempts),
-        job_name=text(raw, "jobName"),
-        result=text(raw, "result") if raw.get("result") in (PENDING, RUNNING, SUCCEEDED, FAILED) else "",
-        failed_at=normalized_time(raw.get("failedAt")) or "",
-        failure_reason=text(raw, "failureReason") if raw.get("failureReason") in FAILURE_REASONS else "",
-        message=text(raw, "message"),
-        pod_waiting=text(raw, "podWaiting"),
-        pod_ended=text(raw, "podEnded"),
+    return Decided(started, None, wanted)
+
+
+def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, settings: Settings) -> Plan:
+    """Every observed Job of the URI as built, a requested Job once its own ServiceAccount
+    and RBAC are observed (so its pod never starts without the permission to write the
+    model), the access objects while any Job exists or is requested, and the record."""
+    model, location = seen.model, observed.location
+    access = build_access(model, location.namespace)
+    missing = tuple(
+        f"{item['kind']} {item['metadata']['name']}"
+        for item in access
+        if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in seen.access
     )
+    jobs = [
+        build_job(model, location, model.storage_uri, attempt, built_with(job, settings))
+        for attempt, job in sorted(observed.jobs.items())
+    ]
+    requested = decided.record.result is Result.PENDING and decided.record.attempts not in observed.jobs
+    creating = decided.wanted and requested
+    record = replace(decided.record, message=_request_says(seen, location, decided, missing)) if requested else decided.record
+    if creating and not missing:
+        jobs.append(build_job(model, location, model.storage_uri, record.attempts, settings))
+    children = jobs + access if jobs or creating else []
+    if record.attempts and not seen.finalizing:
+        children.append(build_record(model, location.namespace, record.data()))
+    return Plan(location, children, record, settings.max_attempts, decided.outcome, missing, decided.retry_at, decided.resync_after)
 
 
-def current_jobs(
-    model: Model, location: PVCLocation, observed: list[dict[str, Any]], record: Record, settings: Settings
-) -> dict[int, dict[str, Any]]:
+def _request_says(seen: PVCObservation, location: PVCLocation, decided: Decided, missing: tuple[str, ...]) -> str:
+    """What became of a requested Job: its access objects first, the Job itself, or why it
+    is no longer created (it will be if the cause goes away)."""
+    where = f"Job {location.namespace}/{decided.record.job_name}"
+    if decided.wanted:
+        return f"the ServiceAccount and RBAC of {where} requested; the Job follows once they exist" if missing else f"{where} requested"
+    if seen.finalizing:
+        return f"{where} not created: the model is being deleted"
+    if metadata_present(seen.model.spec):
+        return f"{where} not created: the spec already holds the metadata"
+    return f"{where} not created: the storage is not ready"
+
+
+def current_jobs(seen: PVCObservation, location: PVCLocation, record: Record, settings: Settings) -> dict[int, dict[str, Any]]:
     """Observed Jobs built for the current URI, by attempt.
 
     A Job is recognised by its name alone: the one this hook derives for the URI and an
     attempt, so nothing foreign is adopted and nothing of ours is missed. The attempts
     tried are every one the settings allow, the one the record remembers, and the one a
     Job's attempt label names (a hint, checked against the name), so a Job survives a
-    lost status, a lowered maximum and a tampered label alike."""
-    if not observed:
+    lost record, a lowered maximum and a tampered label alike."""
+    if not seen.jobs:
         return {}
-    hinted = {_attempt_hint(job) for job in observed} - {None}
-    attempts = {*range(1, settings.max_attempts + 1), record.attempts, *hinted} - {0}
-    derived = job_names(model, model.storage_uri, attempts)
+    model = seen.model
+    hinted = {_attempt_hint(job) for job in seen.jobs} - {None}
+    derived = job_names(model, model.storage_uri, {*range(1, settings.max_attempts + 1), record.attempts, *hinted} - {0})
     found = {}
-    for job in observed:
+    for job in seen.jobs:
         attempt = derived.get(job["metadata"]["name"])
         if attempt is None:
             continue
@@ -230,134 +200,58 @@ def current_jobs(
 def _attempt_hint(job: dict[str, Any]) -> int | None:
     """The attempt a Job's label claims, if it reads as one."""
     raw = field(job["metadata"], "labels").get(ATTEMPT_LABEL)
-    return int(raw) if isinstance(raw, str) and ATTEMPT_HINT.fullmatch(raw) else None
+    return int(raw) if isinstance(raw, str) and ATTEMPT_NUMBER.fullmatch(raw) else None
 
 
-def plan_extraction(situation: Situation, observed: JobChildren, now: datetime) -> Extraction:
-    """From the observed Jobs and the record, choose the children to return and the condition.
-
-    A new Job is created only once its own ServiceAccount and RBAC are observed, so its
-    pod never starts without the permission to write the model."""
-    model, location, settings = situation.model, situation.location, situation.settings
-    record = read_record(model, location, observed.records)
-    jobs = current_jobs(model, location, observed.jobs, record, settings)
-    outcome: JobOutcome | None = None
-
-    if jobs and max(jobs) >= record.attempts:
-        attempt = max(jobs)
-        outcome = read_outcome(jobs[attempt])
-        record = _observe(record, attempt, jobs[attempt], outcome, observed.pods, now)
-    elif record.result == RUNNING:
-        record = replace(
-            record,
-            result=FAILED,
-            failed_at=format_time(now),
-            failure_reason=JOB_FAILED,
-            message=f"Job {location.namespace}/{record.job_name} disappeared before it finished (deleted by hand?)",
-            pod_waiting="",
-            pod_ended="",
-        )
-
-    wanted = situation.may_start and situation.storage_ready and not metadata_present(model.spec)
-    resync_after: float | None = None
-    if wanted and record.result in ("", FAILED) and record.attempts < settings.max_attempts:
-        start = _next_start(record, settings)
-        if start is None or now >= start:
-            record = replace(
-                record,
-                attempts=record.attempts + 1,
-                job_name=job_name(model, model.storage_uri, record.attempts + 1),
-                result=PENDING,
-                failed_at="",
-                failure_reason="",
-                pod_waiting="",
-                pod_ended="",
-            )
-            outcome = None
-        else:
-            resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry_max_delay_seconds)
-
-    access = build_access(model, location.namespace)
-    missing = [
-        f"{item['kind']} {item['metadata']['name']}"
-        for item in access
-        if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in observed.access
-    ]
-    returned = [
-        build_job(model, location, model.storage_uri, attempt, built_with(job, settings))
-        for attempt, job in sorted(jobs.items())
-    ]
-    requested = record.result == PENDING and record.attempts not in jobs
-    creating = wanted and requested
-    where = f"Job {location.namespace}/{record.job_name}"
-    if creating and missing:
-        record = replace(record, message=f"the ServiceAccount and RBAC of {where} requested; the Job follows once they exist")
-    elif creating:
-        record = replace(record, message=f"{where} requested")
-        returned.append(build_job(model, location, model.storage_uri, record.attempts, settings))
-    elif requested:
-        record = replace(record, message=f"{where} not created: {_unwanted(situation)}")
-    children = returned + access if returned or creating else []
-    if record.attempts and situation.may_start:
-        children.append(build_record(model, location.namespace, record.data()))
-    condition = _condition(situation, record, outcome, missing)
-    return Extraction(children, condition, record if record.attempts else None, resync_after)
+def _vanished(remembered: Record, location: PVCLocation, now: datetime) -> Record:
+    """A running attempt whose Job is gone before it finished has failed."""
+    return replace(
+        remembered,
+        result=Result.FAILED,
+        failed_at=format_time(now),
+        failure_reason=JOB_FAILED,
+        message=f"Job {location.namespace}/{remembered.job_name} disappeared before it finished (deleted by hand?)",
+        pod_waiting="",
+        pod_ended="",
+    )
 
 
-WAITING = "; its pod is waiting: "
-WAS_WAITING = "; before that its pod was waiting: "
-POD_ENDED = "; its last pod ended: "
-
-
-def refused_uri_condition() -> Condition:
-    """MetadataReady while the storage URI is refused: without a location no Job can be planned."""
-    return Condition(METADATA_READY, FALSE, STORAGE_NOT_READY, "no metadata Job until spec.storage.storageUri is valid")
-
-
-def _unwanted(situation: Situation) -> str:
-    """Why a requested Job is no longer created (it will be if the cause goes away)."""
-    if not situation.may_start:
-        return "the model is being deleted"
-    if metadata_present(situation.model.spec):
-        return "the spec already holds the metadata"
-    return "the storage is not ready"
-
-
-def _observe(
-    record: Record, attempt: int, job: dict[str, Any], outcome: JobOutcome, pods: list[dict[str, Any]], now: datetime
-) -> Record:
-    """Fold what the newest observed Job (and its pods) say into the record."""
-    name = job["metadata"]["name"]
-    where = f"{job['metadata'].get('namespace')}/{name}"
-    same_job = record.job_name == name
-    if outcome.result == SUCCEEDED:
-        return replace(
-            record, attempts=attempt, job_name=name, result=SUCCEEDED, failure_reason="", message=f"Job {where} completed",
-            pod_waiting="", pod_ended="",
-        )
-    if outcome.result == RUNNING:
-        state = "is suspended" if outcome.reason == JOB_SUSPENDED else "is running"
+def _fold(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: datetime) -> Record:
+    """The record as the newest observed Job (and its pods) tell it."""
+    job, outcome = newest.job, newest.outcome
+    where = f"{job['metadata'].get('namespace')}/{job['metadata']['name']}"
+    told = replace(remembered, attempts=newest.attempt, job_name=job["metadata"]["name"], failure_reason="", pod_ended="")
+    if outcome.result is Result.SUCCEEDED:
+        return replace(told, result=Result.SUCCEEDED, message=f"Job {where} completed", pod_waiting="")
+    if outcome.result is Result.RUNNING:
         waiting = pod_waiting(job, pods)
-        message = f"Job {where} {state}" + (f"{WAITING}{waiting}" if waiting else "")
-        return replace(
-            record, attempts=attempt, job_name=name, result=RUNNING, failure_reason="", message=message,
-            pod_waiting=waiting, pod_ended="",
-        )
-    message = f"Job {where} failed: {outcome.detail or 'no reason given'}"
-    said = agent_said(job, pods) or (record.pod_ended if same_job else "")
-    waited = "" if said or not same_job else record.pod_waiting
+        doing = "is suspended" if outcome.suspended else "is running"
+        message = f"Job {where} {doing}" + (f"{WAITING}{waiting}" if waiting else "")
+        return replace(told, result=Result.RUNNING, message=message, pod_waiting=waiting)
+    return _fold_failure(remembered, newest, pods, now)
+
+
+def _fold_failure(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: datetime) -> Record:
+    """A failed Job: its own words, how its pod ended (or, once the pods are gone, what the
+    record kept of them), and when it failed (kept once recorded for this Job)."""
+    job, outcome = newest.job, newest.outcome
+    name = job["metadata"]["name"]
+    same_job = remembered.job_name == name
+    said = agent_said(job, pods) or (remembered.pod_ended if same_job else "")
+    waited = "" if said or not same_job else remembered.pod_waiting
+    message = f"Job {job['metadata'].get('namespace')}/{name} failed: {outcome.detail or 'no reason given'}"
     if said:
         message += f"{POD_ENDED}{said}"
     elif waited:
         message += f"{WAS_WAITING}{waited}"
-    kept = record.failed_at if record.result == FAILED and same_job else ""
+    kept = remembered.failed_at if remembered.result is Result.FAILED and same_job else ""
     return replace(
-        record,
-        attempts=attempt,
+        remembered,
+        attempts=newest.attempt,
         job_name=name,
-        result=FAILED,
+        result=Result.FAILED,
         failed_at=kept or _no_later(outcome.failed_at, now),
-        failure_reason=outcome.reason,
+        failure_reason=failure_reason(outcome),
         message=message,
         pod_waiting=waited,
         pod_ended=said,
@@ -369,92 +263,3 @@ def _no_later(moment: str | None, now: datetime) -> str:
     there must not postpone the retry)."""
     parsed = parse_time(moment)
     return format_time(parsed if parsed is not None and parsed <= now else now)
-
-
-def _next_start(record: Record, settings: Settings) -> datetime | None:
-    """When the next attempt may start; None when nothing failed yet."""
-    if record.result != FAILED:
-        return None
-    failed = parse_time(record.failed_at)
-    if failed is None:
-        return None
-    try:
-        return failed + timedelta(seconds=retry_delay(record.attempts, settings))
-    except OverflowError:
-        return datetime.max.replace(tzinfo=timezone.utc)
-
-
-def _condition(situation: Situation, record: Record, outcome: JobOutcome | None, missing_access: list[str]) -> Condition:
-    """MetadataReady, from the most decisive fact first."""
-    model, location, settings = situation.model, situation.location, situation.settings
-    where = f"{location.namespace}/{record.job_name}"
-    of = f"attempt {record.attempts} of {settings.max_attempts}"
-    if record.result == SUCCEEDED:
-        missing = [key for key in METADATA_FIELDS if not model.spec.get(key)]
-        note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
-        return Condition(METADATA_READY, TRUE, METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}")
-    if metadata_present(model.spec):
-        shown = ", ".join(f"{key}={model.spec[key]}" for key in METADATA_FIELDS)
-        return Condition(METADATA_READY, TRUE, METADATA_PRESENT, f"spec already holds the metadata ({shown})")
-    if record.result == RUNNING:
-        return _running(record, where, of, outcome, situation.may_start)
-    if record.result == FAILED:
-        return _failed(situation, record, of, outcome)
-    if not situation.storage_ready:
-        return Condition(METADATA_READY, FALSE, STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
-    if not situation.may_start:
-        return Condition(METADATA_READY, FALSE, JOB_PENDING, "no metadata Job: the model is being deleted")
-    if missing_access:
-        return Condition(
-            METADATA_READY,
-            FALSE,
-            JOB_PENDING,
-            f"creating the ServiceAccount and RBAC for Job {where} ({of}) first; still missing: "
-            f"{', '.join(missing_access)}. If they do not appear, the model's events show why "
-            "Metacontroller could not create them (SyncError; it must hold the verbs a Role grants)",
-        )
-    return Condition(
-        METADATA_READY,
-        FALSE,
-        JOB_PENDING,
-        f"waiting for Job {where} ({of}) to be created; if it does not appear, the model's "
-        "events show why Metacontroller could not create it (SyncError)",
-    )
-
-
-def _running(record: Record, where: str, of: str, outcome: JobOutcome | None, may_start: bool) -> Condition:
-    """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
-    reason = outcome.reason if outcome else JOB_RUNNING
-    waiting = record.pod_waiting
-    if reason == JOB_SUSPENDED:
-        doing = "is suspended; resume it (spec.suspend: false) to extract"
-    elif waiting:
-        doing = f"has not started{WAITING}{waiting}"
-    else:
-        doing = "is extracting the metadata"
-    deleting = "; it is deleted with the model" if not may_start else ""
-    return Condition(METADATA_READY, FALSE, reason, f"Job {where} ({of}) {doing}{deleting}")
-
-
-def _failed(situation: Situation, record: Record, of: str, outcome: JobOutcome | None) -> Condition:
-    """A failed attempt: what failed, and when the next one starts or how to retry."""
-    settings = situation.settings
-    reason = outcome.reason if outcome and outcome.result == FAILED else record.failure_reason or JOB_FAILED
-    message = f"{of} failed at {record.failed_at}: {record.message}"
-    start = _next_start(record, settings)
-    if not situation.may_start:
-        message += ". No further attempt: the model is being deleted"
-    elif record.attempts < settings.max_attempts and start is not None:
-        following = f"Attempt {record.attempts + 1}"
-        if situation.storage_ready:
-            message += f". {following} starts at {format_time(start)}"
-        else:
-            message += f". {following} starts once the storage is ready, not before {format_time(start)}"
-    else:
-        message += (
-            f". No attempts left ({settings.max_attempts} failed). Fix the model files or the PVC, then "
-            "change spec.storage.storageUri to retry at once (the same location with or without a "
-            "trailing '/' counts as a new URI), or write modelType, modelArchitecture and "
-            "modelParameterSize into the spec yourself"
-        )
-    return Condition(METADATA_READY, FALSE, reason, message)

@@ -9,55 +9,59 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from hooks.conditions import normalized_time, shorten
 from hooks.observed import field, items, text
 from hooks.pvc.metadata_job import CONTAINER
 
-SUCCEEDED = "Succeeded"
-RUNNING = "Running"
-FAILED = "Failed"
-
-# The MetadataReady reasons a Job's own state gives.
-METADATA_EXTRACTED = "MetadataExtracted"
-JOB_RUNNING = "JobRunning"
-JOB_SUSPENDED = "JobSuspended"
-JOB_FAILED = "JobFailed"
-JOB_DEADLINE_EXCEEDED = "JobDeadlineExceeded"
-
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 MESSAGE_LIMIT = 1024
 
 
+class Result(StrEnum):
+    """Where an extraction attempt stands: requested (``Pending``), then what its Job says."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
 @dataclass(frozen=True)
 class JobOutcome:
-    """One Job's result, the MetadataReady reason it implies, and the details to quote."""
+    """What one Job's own status says: its result, whether it is suspended or ran past its
+    deadline, and the details a failure quotes."""
 
-    result: str
-    reason: str
+    result: Result
+    suspended: bool = False
+    deadline_exceeded: bool = False
     detail: str = ""
     failed_at: str | None = None
 
 
 def read_outcome(job: dict[str, Any]) -> JobOutcome:
-    """Map a Job's conditions onto the contract's reasons; a decided failure
-    (``FailureTarget``) counts as failed while its pods are still terminating."""
+    """A decided failure (``FailureTarget``) counts as failed while its pods are still
+    terminating: the Job will not try again."""
     true = {
         text(item, "type"): item
         for item in items(field(job, "status"), "conditions")
         if text(item, "status") == "True"
     }
     if "Complete" in true:
-        return JobOutcome(SUCCEEDED, METADATA_EXTRACTED)
+        return JobOutcome(Result.SUCCEEDED)
     failure = true.get("FailureTarget") or true.get("Failed")
     if failure is not None:
-        reason = JOB_DEADLINE_EXCEEDED if text(failure, "reason") == "DeadlineExceeded" else JOB_FAILED
         detail = shorten(": ".join(part for part in (text(failure, "reason"), text(failure, "message")) if part), MESSAGE_LIMIT)
-        return JobOutcome(FAILED, reason, detail, normalized_time(failure.get("lastTransitionTime")))
-    if field(job, "spec").get("suspend") is True or "Suspended" in true:
-        return JobOutcome(RUNNING, JOB_SUSPENDED)
-    return JobOutcome(RUNNING, JOB_RUNNING)
+        return JobOutcome(
+            Result.FAILED,
+            deadline_exceeded=text(failure, "reason") == "DeadlineExceeded",
+            detail=detail,
+            failed_at=normalized_time(failure.get("lastTransitionTime")),
+        )
+    suspended = field(job, "spec").get("suspend") is True or "Suspended" in true
+    return JobOutcome(Result.RUNNING, suspended=suspended)
 
 
 def _pods_of(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:

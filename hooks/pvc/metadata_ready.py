@@ -1,0 +1,146 @@
+"""``MetadataReady``: every reason it gives, each beside the rule that gives it, and the
+model state each one means.
+
+The condition is read from the extraction plan (``extraction.py``): the record of the
+latest attempt, what its Job said, and whether the Job's access objects exist yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from hooks.conditions import FALSE, TRUE, Condition, format_time
+from hooks.observed import PVCObservation
+from hooks.pvc.job_outcome import JobOutcome, Result
+from hooks.states import State
+
+if TYPE_CHECKING:
+    from hooks.pvc.extraction import Plan
+
+METADATA_READY = "MetadataReady"
+
+METADATA_PRESENT = "MetadataPresent"
+METADATA_EXTRACTED = "MetadataExtracted"
+STORAGE_NOT_READY = "StorageNotReady"
+JOB_PENDING = "JobPending"
+JOB_RUNNING = "JobRunning"
+JOB_SUSPENDED = "JobSuspended"
+JOB_FAILED = "JobFailed"
+JOB_DEADLINE_EXCEEDED = "JobDeadlineExceeded"
+FAILURE_REASONS = (JOB_FAILED, JOB_DEADLINE_EXCEEDED)
+
+METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
+WAITING = "; its pod is waiting: "
+
+
+@dataclass(frozen=True)
+class MetadataVerdict:
+    """The condition and the state it means while not True: a failed attempt fails the
+    model, anything else is on its way."""
+
+    condition: Condition
+
+    @property
+    def state(self) -> State:
+        return State.FAILED if self.condition.reason in FAILURE_REASONS else State.IN_TRANSIT
+
+
+def metadata_present(spec: dict[str, Any]) -> bool:
+    """The contract's test: without these three the model cannot be scheduled sensibly."""
+    return all(isinstance(spec.get(key), str) and spec[key] for key in METADATA_FIELDS)
+
+
+def failure_reason(outcome: JobOutcome) -> str:
+    """A failed Job's reason: its deadline, or anything else that failed it."""
+    return JOB_DEADLINE_EXCEEDED if outcome.deadline_exceeded else JOB_FAILED
+
+
+def metadata_ready(seen: PVCObservation, plan: Plan, storage_ready: bool) -> MetadataVerdict:
+    """From the most decisive fact first: extracted, already present, the latest attempt's
+    Job, then what it waits for."""
+    if plan.location is None:
+        return _false(STORAGE_NOT_READY, "no metadata Job until spec.storage.storageUri is valid")
+    spec, record = seen.model.spec, plan.record
+    where = f"{plan.location.namespace}/{record.job_name}"
+    if record.result is Result.SUCCEEDED:
+        missing = [key for key in METADATA_FIELDS if not spec.get(key)]
+        note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
+        return MetadataVerdict(Condition(METADATA_READY, TRUE, METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}"))
+    if metadata_present(spec):
+        shown = ", ".join(f"{key}={spec[key]}" for key in METADATA_FIELDS)
+        return MetadataVerdict(Condition(METADATA_READY, TRUE, METADATA_PRESENT, f"spec already holds the metadata ({shown})"))
+    job = f"Job {where} ({_attempt_of(plan)})"
+    if record.result is Result.RUNNING:
+        return _running(plan, job, seen.finalizing)
+    if record.result is Result.FAILED:
+        return _failed(seen, plan, storage_ready)
+    return _pending(seen, plan, job, storage_ready)
+
+
+def _attempt_of(plan: Plan) -> str:
+    return f"attempt {plan.record.attempts} of {plan.max_attempts}"
+
+
+def _pending(seen: PVCObservation, plan: Plan, job: str, storage_ready: bool) -> MetadataVerdict:
+    """No Job of the latest attempt yet: why not, or what it waits for."""
+    if not storage_ready:
+        return _false(STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
+    if seen.finalizing:
+        return _false(JOB_PENDING, "no metadata Job: the model is being deleted")
+    if plan.missing_access:
+        return _false(
+            JOB_PENDING,
+            f"creating the ServiceAccount and RBAC for {job} first; still missing: "
+            f"{', '.join(plan.missing_access)}. If they do not appear, the model's events show why "
+            "Metacontroller could not create them (SyncError; it must hold the verbs a Role grants)",
+        )
+    return _false(
+        JOB_PENDING,
+        f"waiting for {job} to be created; if it does not appear, the model's "
+        "events show why Metacontroller could not create it (SyncError)",
+    )
+
+
+def _running(plan: Plan, job: str, finalizing: bool) -> MetadataVerdict:
+    """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
+    suspended = plan.outcome is not None and plan.outcome.suspended
+    if suspended:
+        doing = "is suspended; resume it (spec.suspend: false) to extract"
+    elif plan.record.pod_waiting:
+        doing = f"has not started{WAITING}{plan.record.pod_waiting}"
+    else:
+        doing = "is extracting the metadata"
+    deleting = "; it is deleted with the model" if finalizing else ""
+    return _false(JOB_SUSPENDED if suspended else JOB_RUNNING, f"{job} {doing}{deleting}")
+
+
+def _failed(seen: PVCObservation, plan: Plan, storage_ready: bool) -> MetadataVerdict:
+    """A failed attempt: what failed, and when the next one starts or how to retry. Its
+    reason is the Job's while the Job is observed, then the record's."""
+    record, outcome = plan.record, plan.outcome
+    reason = failure_reason(outcome) if outcome and outcome.result is Result.FAILED else record.failure_reason or JOB_FAILED
+    failed = f"{_attempt_of(plan)} failed at {record.failed_at}: {record.message}"
+    if seen.finalizing:
+        return _false(reason, f"{failed}. No further attempt: the model is being deleted")
+    return _false(reason, f"{failed}. {_next_attempt(plan, storage_ready)}")
+
+
+def _next_attempt(plan: Plan, storage_ready: bool) -> str:
+    """When the attempt after a failed one starts, or how to retry once none is left."""
+    record, start = plan.record, plan.retry_at
+    if record.attempts < plan.max_attempts and start is not None:
+        following = f"Attempt {record.attempts + 1}"
+        if storage_ready:
+            return f"{following} starts at {format_time(start)}"
+        return f"{following} starts once the storage is ready, not before {format_time(start)}"
+    return (
+        f"No attempts left ({plan.max_attempts} failed). Fix the model files or the PVC, then "
+        "change spec.storage.storageUri to retry at once (the same location with or without a "
+        "trailing '/' counts as a new URI), or write modelType, modelArchitecture and "
+        "modelParameterSize into the spec yourself"
+    )
+
+
+def _false(reason: str, message: str) -> MetadataVerdict:
+    return MetadataVerdict(Condition(METADATA_READY, FALSE, reason, message))

@@ -1,0 +1,108 @@
+"""The hook's memory of a model's extraction attempts: the record.
+
+Which URI it concerns, how many attempts were made, the last Job and how it ended. It is
+what keeps a finished Job from running again after Kubernetes removed it, and what spaces
+retries. It lives in a ConfigMap the hook owns (a child, so it comes back in every
+request), where no BaseModel CRD's status schema can prune it; ``status.metadataExtraction``
+shows the same fields to people.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from hooks.conditions import normalized_time, parse_time
+from hooks.observed import PVCObservation, field, text
+from hooks.pvc.job_outcome import Result
+from hooks.pvc.metadata_job import service_account_name
+from hooks.pvc.metadata_ready import FAILURE_REASONS
+from hooks.settings import Settings
+
+ATTEMPT_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
+INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Record:
+    """What was last attempted for which URI, and how it ended.
+
+    What the Job's pod last said (what it waited for, how it ended) and the reason of a
+    failure are kept in fields of their own: the pods go before the Job does, and a failure
+    must still quote them and keep its reason."""
+
+    storage_uri: str
+    attempts: int = 0
+    job_name: str = ""
+    result: Result | None = None
+    failed_at: str = ""
+    failure_reason: str = ""
+    message: str = ""
+    pod_waiting: str = ""
+    pod_ended: str = ""
+
+    def render(self) -> dict[str, Any]:
+        """The status form; optional fields appear only when they say something."""
+        rendered: dict[str, Any] = {"storageUri": self.storage_uri, "attempts": self.attempts, "jobName": self.job_name}
+        optional = (
+            ("result", self.result),
+            ("failedAt", self.failed_at),
+            ("failureReason", self.failure_reason),
+            ("message", self.message),
+            ("podWaiting", self.pod_waiting),
+            ("podEnded", self.pod_ended),
+        )
+        rendered.update((key, value) for key, value in optional if value)
+        return rendered
+
+    def data(self) -> dict[str, str]:
+        """The record ConfigMap's data: the status form in strings."""
+        return {key: str(value) for key, value in self.render().items()}
+
+    def next_start(self, settings: Settings) -> datetime | None:
+        """When the attempt after a failed one may start; None when nothing failed."""
+        failed = parse_time(self.failed_at) if self.result is Result.FAILED else None
+        if failed is None:
+            return None
+        try:
+            return failed + timedelta(seconds=retry_delay(self.attempts, settings))
+        except OverflowError:
+            return datetime.max.replace(tzinfo=timezone.utc)
+
+
+def retry_delay(attempt: int, settings: Settings) -> int:
+    """Seconds to wait after ``attempt`` failed: doubling from the base, capped."""
+    return min(settings.retry_base_delay_seconds << min(attempt - 1, 32), settings.retry_max_delay_seconds)
+
+
+def read_record(seen: PVCObservation, namespace: str) -> Record:
+    """The observed record ConfigMap in the Jobs' namespace, if it concerns the current
+    URI; a new URI starts from nothing. A field that does not read as what the hook wrote
+    reads as absent."""
+    model = seen.model
+    name = service_account_name(model)
+    raw = next(
+        (
+            field(item, "data")
+            for item in seen.records
+            if item["metadata"]["name"] == name and item["metadata"].get("namespace") == namespace
+        ),
+        {},
+    )
+    attempts = text(raw, "attempts")
+    if raw.get("storageUri") != model.storage_uri or not ATTEMPT_NUMBER.fullmatch(attempts) or int(attempts) > INT32_MAX:
+        return Record(model.storage_uri)
+    result = raw.get("result")
+    return Record(
+        storage_uri=model.storage_uri,
+        attempts=int(attempts),
+        job_name=text(raw, "jobName"),
+        result=Result(result) if result in tuple(Result) else None,
+        failed_at=normalized_time(raw.get("failedAt")) or "",
+        failure_reason=text(raw, "failureReason") if raw.get("failureReason") in FAILURE_REASONS else "",
+        message=text(raw, "message"),
+        pod_waiting=text(raw, "podWaiting"),
+        pod_ended=text(raw, "podEnded"),
+    )

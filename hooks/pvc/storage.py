@@ -1,0 +1,134 @@
+"""Judge the storage a model names: its URI, then the PVC Metacontroller sent as a related
+object (``StorageReady``).
+
+The URI's reasons (``InvalidStorageURI``, ``CrossNamespacePVC``) sit with its rules in
+``storage_uri.py``; the PVC's reasons sit here, each beside the rule that gives it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hooks.conditions import FALSE, TRUE, Condition
+from hooks.observed import PVCObservation, field
+from hooks.pvc.storage_uri import PVCLocation
+from hooks.states import State
+
+STORAGE_READY = "StorageReady"
+
+PVC_BOUND = "PVCBound"
+PVC_NOT_FOUND = "PVCNotFound"
+PVC_NOT_BOUND = "PVCNotBound"
+PVC_TERMINATING = "PVCTerminating"
+
+ELSEWHERE = "point spec.storage.storageUri at another PVC"
+
+
+@dataclass(frozen=True)
+class StorageVerdict:
+    """The StorageReady condition, the model state it implies while not ready, and
+    ``status.storage`` (what the URI resolved to; none for a refused URI)."""
+
+    condition: Condition
+    state: State
+    fields: dict[str, Any] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.condition.is_true
+
+
+def judge_storage(seen: PVCObservation) -> StorageVerdict:
+    """A refused URI fails the model; otherwise the PVC decides."""
+    if seen.location is None:
+        assert seen.uri_refusal is not None
+        return StorageVerdict(Condition(STORAGE_READY, FALSE, seen.uri_refusal.reason, seen.uri_refusal.message), State.FAILED)
+    return judge_pvc(seen.location, seen.pvcs)
+
+
+def judge_pvc(location: PVCLocation, pvcs: list[dict[str, Any]]) -> StorageVerdict:
+    """Find the PVC in its namespace and say whether a Job may mount it now."""
+    fields: dict[str, Any] = {
+        "type": "PVC",
+        "namespace": location.namespace,
+        "pvcName": location.pvc_name,
+        "subPath": location.sub_path,
+    }
+    pvc = next(
+        (
+            item
+            for item in pvcs
+            if item["metadata"]["name"] == location.pvc_name and item["metadata"].get("namespace") == location.namespace
+        ),
+        None,
+    )
+    if pvc is None:
+        message = (
+            f"PVC {location.pvc_name} not found in namespace {location.namespace}; create it, "
+            "or point spec.storage.storageUri at an existing PVC"
+        )
+        return StorageVerdict(Condition(STORAGE_READY, FALSE, PVC_NOT_FOUND, message), State.FAILED, fields)
+    fields.update(_facts(pvc))
+    reason, message, state = _pvc_says(f"{location.namespace}/{location.pvc_name}", pvc, fields)
+    status = TRUE if reason == PVC_BOUND else FALSE
+    return StorageVerdict(Condition(STORAGE_READY, status, reason, message), state, fields)
+
+
+def _pvc_says(where: str, pvc: dict[str, Any], fields: dict[str, Any]) -> tuple[str, str, State]:
+    """The reason, message and state of an existing PVC: being deleted, Bound, Lost, or
+    not bound yet (Pending, or no phase at all)."""
+    deleted = pvc["metadata"].get("deletionTimestamp")
+    phase = fields.get("phase")
+    if deleted:
+        return (
+            PVC_TERMINATING,
+            f"PVC {where} is being deleted (since {deleted}); no new pod can mount it: restore it or {ELSEWHERE}",
+            State.FAILED,
+        )
+    if phase == "Bound":
+        return PVC_BOUND, f"PVC {where} is Bound{_describe(fields)}", State.IN_TRANSIT
+    if phase == "Lost":
+        return (
+            PVC_NOT_BOUND,
+            f"PVC {where} is Lost: its PersistentVolume is gone and the data cannot be read; "
+            f"restore the volume or {ELSEWHERE}",
+            State.FAILED,
+        )
+    return (
+        PVC_NOT_BOUND,
+        f"PVC {where} is {phase or 'without a phase yet'}: waiting for it to bind to a volume. A StorageClass with "
+        "volumeBindingMode WaitForFirstConsumer binds only once a pod uses the claim; a model "
+        "PVC should be pre-populated and Bound",
+        State.IN_TRANSIT,
+    )
+
+
+def _facts(pvc: dict[str, Any]) -> dict[str, Any]:
+    """What the status keeps of the PVC: enough to see at a glance what was mounted."""
+    spec = field(pvc, "spec")
+    status = field(pvc, "status")
+    facts: dict[str, Any] = {}
+    if isinstance(status.get("phase"), str) and status["phase"]:
+        facts["phase"] = status["phase"]
+    modes = status.get("accessModes") or spec.get("accessModes")
+    if isinstance(modes, list) and all(isinstance(mode, str) for mode in modes) and modes:
+        facts["accessModes"] = list(modes)
+    capacity = status.get("capacity")
+    if isinstance(capacity, dict) and isinstance(capacity.get("storage"), str):
+        facts["capacity"] = capacity["storage"]
+    for key in ("storageClassName", "volumeName"):
+        if isinstance(spec.get(key), str) and spec[key]:
+            facts[key] = spec[key]
+    return facts
+
+
+def _describe(fields: dict[str, Any]) -> str:
+    """Volume, size and access modes: what someone checking a mount problem asks first."""
+    details = [
+        f"volume {fields['volumeName']}" if "volumeName" in fields else "",
+        fields.get("capacity", ""),
+        ", ".join(fields.get("accessModes", [])),
+    ]
+    shown = "; ".join(detail for detail in details if detail)
+    return f" ({shown})" if shown else ""
