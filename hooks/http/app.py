@@ -59,6 +59,11 @@ class Call:
     decision: Decision | None = None
     error: str | None = None
 
+    def refuse(self, outcome: str, status: int, error: str, headers: tuple[tuple[str, str], ...] = ()) -> Answer:
+        """An error answer; its text also goes into the call's log line."""
+        self.outcome, self.error = outcome, error
+        return Answer(status, orjson.dumps({"error": error}), headers)
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -94,55 +99,11 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
     """Build an app; without ``settings`` they are read from the environment (the WSGI entry)."""
     settings = settings if settings is not None else Settings.from_env(os.environ)
     app = Flask(__name__)
-    metrics = Metrics()
+    hooks = HookCalls(settings, clock, Metrics())
     _configure_logging()
-
-    def answer(hook: str, environ: WSGIEnvironment) -> Answer:
-        """One hook call, counted and logged once its answer is built.
-
-        The log line is written to stderr directly, one write per line: the logging
-        module's records, locks and formatters cost more than building the line."""
-        started = time.perf_counter()
-        call = Call(hook)
-        result = respond(call, environ)
-        elapsed = time.perf_counter() - started
-        metrics.series(metrics.requests, hook, call.outcome).inc()
-        metrics.series(metrics.latency, hook, call.outcome).observe(elapsed)
-        if call.decision is not None:
-            decision = call.decision
-            metrics.series(metrics.decisions, decision.flow, decision.state, decision.reason).inc()
-        sys.stderr.write(_log_line(call, result.status, elapsed) + "\n")
-        return result
-
-    def respond(call: Call, environ: WSGIEnvironment) -> Answer:
-        """Every way out is a JSON answer, and only a decision is a 200."""
-        try:
-            if not authorized(environ.get("HTTP_AUTHORIZATION"), settings):
-                challenge = ("WWW-Authenticate", f'{auth_scheme(settings)} realm="basemodel-hook"')
-                return _refuse(call, "unauthorized", 401, "missing or wrong credentials", (challenge,))
-            body = _parse_body(environ, settings.max_request_bytes)
-            if isinstance(body, dict):
-                call.parent = body.get("object" if call.hook == "label" else "parent")
-            if call.hook == "customize":
-                return Answer(200, orjson.dumps(customize(body, settings)))
-            if call.hook == "label":
-                return Answer(200, orjson.dumps(keep_label(body)))
-            call.decision = sync(body, settings, clock(), finalize=call.hook == "finalize")
-            return Answer(200, orjson.dumps(call.decision.response))
-        except BadRequest as error:
-            return _refuse(call, "bad_request", 400, str(error))
-        except RequestEntityTooLarge:
-            return _refuse(call, "too_large", 413, f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)")
-        except HTTPException as error:
-            return _refuse(call, "bad_request", error.code or 400, error.description or error.name)
-        except Exception as error:  # noqa: BLE001 - any bug must become a 5xx, never a partial 200
-            metrics.errors.labels(call.hook, type(error).__name__).inc()
-            log.exception("hook %s failed", call.hook)
-            return _refuse(call, "error", 500, f"internal error ({type(error).__name__}); see the hook's log")
-
     for hook in HOOKS:
         app.add_url_rule(
-            f"/{hook}", hook, lambda hook=hook: answer(hook, request.environ).flask_response(), methods=["POST"]
+            f"/{hook}", hook, lambda hook=hook: hooks.answer(hook, request.environ).flask_response(), methods=["POST"]
         )
 
     @app.get("/healthz")
@@ -155,15 +116,70 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
 
     @app.get("/metrics")
     def metrics_endpoint() -> Response:
-        return Response(metrics.exposition(), mimetype=CONTENT_TYPE.split(";")[0], content_type=CONTENT_TYPE)
+        return Response(hooks.metrics.exposition(), mimetype=CONTENT_TYPE.split(";")[0], content_type=CONTENT_TYPE)
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
         """Werkzeug's refusals outside a hook call (unknown path, wrong method) as JSON too."""
         return _json({"error": error.description or error.name}, error.code or 400)
 
-    app.wsgi_app = HooksInFront(answer, app.wsgi_app)  # type: ignore[method-assign]
+    app.wsgi_app = HooksInFront(hooks.answer, app.wsgi_app)  # type: ignore[method-assign]
     return app
+
+
+class HookCalls:
+    """Answering the hooks: each call authenticated, parsed, decided, counted and logged."""
+
+    def __init__(self, settings: Settings, clock: Clock, metrics: Metrics) -> None:
+        self.settings, self.clock, self.metrics = settings, clock, metrics
+
+    def answer(self, hook: str, environ: WSGIEnvironment) -> Answer:
+        """One hook call, counted and logged once its answer is built.
+
+        The log line is written to stderr directly, one write per line: the logging
+        module's records, locks and formatters cost more than building the line."""
+        started = time.perf_counter()
+        call = Call(hook)
+        result = self._respond(call, environ)
+        elapsed = time.perf_counter() - started
+        metrics = self.metrics
+        metrics.series(metrics.requests, hook, call.outcome).inc()
+        metrics.series(metrics.latency, hook, call.outcome).observe(elapsed)
+        if call.decision is not None:
+            decision = call.decision
+            metrics.series(metrics.decisions, decision.flow, decision.state, decision.reason).inc()
+        sys.stderr.write(_log_line(call, result.status, elapsed) + "\n")
+        return result
+
+    def _respond(self, call: Call, environ: WSGIEnvironment) -> Answer:
+        """Every way out is a JSON answer, and only a decision is a 200."""
+        settings = self.settings
+        try:
+            if not authorized(environ.get("HTTP_AUTHORIZATION"), settings):
+                challenge = ("WWW-Authenticate", f'{auth_scheme(settings)} realm="basemodel-hook"')
+                return call.refuse("unauthorized", 401, "missing or wrong credentials", (challenge,))
+            return Answer(200, self._decide(call, _parse_body(environ, settings.max_request_bytes)))
+        except BadRequest as error:
+            return call.refuse("bad_request", 400, str(error))
+        except RequestEntityTooLarge:
+            return call.refuse("too_large", 413, f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)")
+        except HTTPException as error:
+            return call.refuse("bad_request", error.code or 400, error.description or error.name)
+        except Exception as error:  # noqa: BLE001 - any bug must become a 5xx, never a partial 200
+            self.metrics.errors.labels(call.hook, type(error).__name__).inc()
+            log.exception("hook %s failed", call.hook)
+            return call.refuse("error", 500, f"internal error ({type(error).__name__}); see the hook's log")
+
+    def _decide(self, call: Call, body: Any) -> bytes:
+        """The core's answer to a parsed body, as the bytes of a 200."""
+        if isinstance(body, dict):
+            call.parent = body.get("object" if call.hook == "label" else "parent")
+        if call.hook == "customize":
+            return orjson.dumps(customize(body, self.settings))
+        if call.hook == "label":
+            return orjson.dumps(keep_label(body))
+        call.decision = sync(body, self.settings, self.clock(), finalize=call.hook == "finalize")
+        return orjson.dumps(call.decision.response)
 
 
 class HooksInFront:
@@ -179,12 +195,6 @@ class HooksInFront:
         result = self.answer(hook, environ)
         start_response(result.status_line(), result.wsgi_headers())
         return [result.body]
-
-
-def _refuse(call: Call, outcome: str, status: int, error: str, headers: tuple[tuple[str, str], ...] = ()) -> Answer:
-    """An error answer; its text also goes into the call's log line."""
-    call.outcome, call.error = outcome, error
-    return Answer(status, orjson.dumps({"error": error}), headers)
 
 
 def _parse_body(environ: WSGIEnvironment, limit: int) -> Any:

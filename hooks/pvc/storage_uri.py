@@ -63,6 +63,25 @@ def parse_pvc_uri(uri: str, parent_namespace: str | None) -> PVCLocation:
             reason, f"storageUri {uri!r} {problem}; expected {expected_form(parent_namespace)}"
         )
 
+    namespace, pvc_name, sub_path = _read(uri, refuse)
+    if parent_namespace is None:
+        if namespace is None:
+            raise refuse("has no namespace; a ClusterBaseModel must name the PVC's namespace")
+        return PVCLocation(namespace, pvc_name, sub_path)
+    if namespace is not None and namespace != parent_namespace:
+        raise refuse(
+            f"points at namespace {namespace!r}, but a BaseModel may only use PVCs in its own "
+            f"namespace {parent_namespace!r} (use a ClusterBaseModel to share a PVC across namespaces)",
+            CROSS_NAMESPACE_PVC,
+        )
+    return PVCLocation(parent_namespace, pvc_name, sub_path)
+
+
+Refuse = Callable[[str], StorageURIError]
+
+
+def _read(uri: str, refuse: Refuse) -> tuple[str | None, str, str]:
+    """The syntax: ``pvc://[namespace:]pvc-name/sub-path``, each part as Kubernetes names it."""
     if not is_pvc_uri(uri):
         raise refuse("does not start with pvc://")
     rest = uri[len(PVC_SCHEME) :]
@@ -71,7 +90,12 @@ def parse_pvc_uri(uri: str, parent_namespace: str | None) -> PVCLocation:
     head, slash, sub_path = rest.partition("/")
     if not slash:
         raise refuse("has no sub-path after the PVC name")
+    namespace, pvc_name = _read_claim(head, refuse)
+    return namespace, pvc_name, _check_sub_path(sub_path, refuse)
 
+
+def _read_claim(head: str, refuse: Refuse) -> tuple[str | None, str]:
+    """``[namespace:]pvc-name``: a DNS-1123 label, then a DNS-1123 subdomain."""
     namespace: str | None = None
     pvc_name = head
     if ":" in head:
@@ -92,22 +116,10 @@ def parse_pvc_uri(uri: str, parent_namespace: str | None) -> PVCLocation:
             f"names PVC {pvc_name!r}, which is not a DNS-1123 subdomain "
             "(lowercase letters, digits, '-' and '.', at most 253 characters)"
         )
-    sub_path = _check_sub_path(sub_path, refuse)
-
-    if parent_namespace is None:
-        if namespace is None:
-            raise refuse("has no namespace; a ClusterBaseModel must name the PVC's namespace")
-        return PVCLocation(namespace, pvc_name, sub_path)
-    if namespace is not None and namespace != parent_namespace:
-        raise refuse(
-            f"points at namespace {namespace!r}, but a BaseModel may only use PVCs in its own "
-            f"namespace {parent_namespace!r} (use a ClusterBaseModel to share a PVC across namespaces)",
-            CROSS_NAMESPACE_PVC,
-        )
-    return PVCLocation(parent_namespace, pvc_name, sub_path)
+    return namespace, pvc_name
 
 
-def _check_sub_path(sub_path: str, refuse: Callable[[str], StorageURIError]) -> str:
+def _check_sub_path(sub_path: str, refuse: Refuse) -> str:
     """Kubernetes refuses absolute and ``..`` sub-paths; empty segments are always typos."""
     if sub_path.endswith("/"):
         sub_path = sub_path[:-1]
