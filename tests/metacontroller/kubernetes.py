@@ -12,21 +12,21 @@ writing as the user it is in a cluster (``identities``).
   ``kubernetes.io/pvc-protection`` finalizer of a deleted PVC once no running pod uses it.
 - ``Agent``: what ``ome-agent model-metadata`` does in a succeeding pod: it writes the
   metadata into the model's spec (a generation bump), as the Job's ServiceAccount.
-- ``NodeAgents``: OME's model agents, one ConfigMap per node in namespace ``ome``.
+
+OME's model agents and manager are in ``ome``.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hooks.conditions import format_time
 from tests.metacontroller.cluster import ApiError, Obj
 from tests.metacontroller.identities import (
-    JOB_CONTROLLER, OME_MODEL_AGENT, PV_BINDER, PVC_PROTECTION, TTL_CONTROLLER, kubelet, service_account,
+    JOB_CONTROLLER, PV_BINDER, PVC_PROTECTION, TTL_CONTROLLER, kubelet, service_account,
 )
 from tests.metacontroller.manage_children import controller_ref
 
@@ -308,33 +308,3 @@ class Agent:
         pod_spec = job["spec"]["template"]["spec"]
         user = service_account(job["metadata"]["namespace"], pod_spec.get("serviceAccountName") or "default")
         self.sim.cluster.update(model, manager="ome-agent", user=user)
-
-
-class NodeAgents:
-    """Per-node ConfigMaps with one JSON entry per model (``ModelEntry``), as the agents write them."""
-
-    LABEL = "models.ome/basemodel-status"
-
-    def __init__(self, sim: Simulator, namespace: str = "ome") -> None:
-        self.sim = sim
-        self.namespace = namespace
-
-    def add_node(self, name: str) -> None:
-        self.sim.cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-            "kubernetes.io/hostname": name}}}, user=kubelet(name))
-        self.sim.cluster.create({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": self.namespace, "labels": {self.LABEL: "true", "node": name},
-                         "annotations": {"models.ome.io/node-name": name, "models.ome.io/managed-by": "model-agent"}},
-            "data": {},
-        }, user=OME_MODEL_AGENT)
-
-    def report(self, node: str, key: str, status: str | None) -> None:
-        """Write (or, with ``None``, remove) a model's entry in the node's ConfigMap."""
-        configmap = self.sim.cluster.get("v1", "ConfigMap", self.namespace, node)
-        data = configmap.setdefault("data", {})
-        if status is None:
-            data.pop(key, None)
-        else:
-            data[key] = json.dumps({"name": key.rsplit(".", 1)[-1], "status": status}, sort_keys=True)
-        self.sim.cluster.update(configmap, manager="model-agent", user=OME_MODEL_AGENT)
