@@ -19,6 +19,7 @@ from hooks.http.app import create_app
 from hooks.settings import Settings
 from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
 from tests.metacontroller.kubernetes import Agent, JobController, PVCBinder, Run, TTLController
+from tests.metacontroller.ome import OMEManager
 from tests.metacontroller.webhook import Hook
 
 SETTINGS = Settings()
@@ -37,6 +38,7 @@ class World:
     sim: Simulator
     binder: PVCBinder
     agent: Agent
+    ome: OMEManager | None = None
     jobs_created: list[float] = field(default_factory=list)
     transitions: list[tuple[float, str, str]] = field(default_factory=list)
 
@@ -88,8 +90,11 @@ class World:
 
 
 def world(kind: str, plan: list[Run] | None = None, *, ignore_status_changes: bool | None = None,
-          resync_period: int | None = None, pvc: str | None = "Bound", hook: Callable[[Simulator], Hook] | None = None) -> World:
-    """A cluster with the PVC (``Bound``, ``Pending`` or ``None`` for none yet) and the controllers."""
+          resync_period: int | None = None, pvc: str | None = "Bound", hook: Callable[[Simulator], Hook] | None = None,
+          ome: bool = False, fence: bool = False) -> World:
+    """A cluster with the PVC (``Bound``, ``Pending`` or ``None`` for none yet) and the controllers;
+    with ``ome`` OME's manager runs beside them, and with ``fence`` the API server holds the
+    shipped fence (``metacontroller/fence.yaml``)."""
     sim = Simulator()
     sim.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     binder = PVCBinder(sim, bind_after=None)
@@ -101,7 +106,10 @@ def world(kind: str, plan: list[Run] | None = None, *, ignore_status_changes: bo
         binder.create(NAMESPACE, PVC, phase="Pending")
         if pvc == "Bound":
             binder.bind(NAMESPACE, PVC)
-    built = World(kind, sim, binder, agent)
+    if fence:
+        for manifest in manifests("fence.yaml"):
+            sim.cluster.create(manifest)
+    built = World(kind, sim, binder, agent, OMEManager(sim) if ome else None)
     built._watch(sim.clock.now)
     for manifest in manifests("label-keeper.yaml"):
         sim.add_controller(manifest, chosen)

@@ -22,10 +22,31 @@ from referencing import Registry, Resource
 
 REPO = Path(__file__).resolve().parent.parent
 KUBERNETES_VERSIONS = ("1.29.0", latest_version())
+SERVED_SINCE = {
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): "1.30.0",
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): "1.30.0",
+}
+"""Types the install uses that Kubernetes serves only after ``KUBERNETES_VERSIONS[0]``: the
+fence's policy is GA (``admissionregistration.k8s.io/v1``) from 1.30."""
 CRD_FILES = {
     "BaseModel": REPO / "metacontroller" / "crds" / "basemodels.yaml",
     "ClusterBaseModel": REPO / "metacontroller" / "crds" / "clusterbasemodels.yaml",
 }
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def served(obj: dict[str, Any], version: str) -> bool:
+    """Whether Kubernetes ``version`` serves the object's type."""
+    return _minor(version) >= _minor(SERVED_SINCE.get((obj["apiVersion"], obj["kind"]), KUBERNETES_VERSIONS[0]))
+
+
+def versions_serving(obj: dict[str, Any]) -> tuple[str, ...]:
+    """What an object is checked against: the oldest version we support that serves its type, and the newest."""
+    return SERVED_SINCE.get((obj["apiVersion"], obj["kind"]), KUBERNETES_VERSIONS[0]), KUBERNETES_VERSIONS[-1]
 
 
 def kubernetes_errors(obj: dict[str, Any], version: str) -> list[str]:

@@ -24,7 +24,7 @@ import yaml
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL
 from tests import dockerfile
 from tests.kustomize import readme_kustomization, render, write_overlay
-from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of
+from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of, served
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFESTS = REPO / "metacontroller"
@@ -272,6 +272,8 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
             ("CompositeController", "ome-basemodels"),
             ("CompositeController", "ome-clusterbasemodels"),
             ("DecoratorController", "ome-basemodel-storage-label"),
+            ("ValidatingAdmissionPolicy", "ome-basemodel-hook-status-fence"),
+            ("ValidatingAdmissionPolicyBinding", "ome-basemodel-hook-status-fence"),
         ]
     )
 
@@ -298,6 +300,8 @@ def test_namespaced_objects_live_in_the_hook_namespace(rendered):
         "ClusterRoleBinding",
         "CompositeController",
         "DecoratorController",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     }
     for o in rendered:
         ns = o["metadata"].get("namespace")
@@ -316,7 +320,8 @@ def test_every_object_carries_the_common_labels(rendered):
 
 @pytest.mark.parametrize("k8s_version", K8S_VERSIONS)
 def test_builtin_objects_validate_strictly_against_kubernetes_schemas(rendered, rendered_crds, k8s_version):
-    builtin = [o for o in rendered + rendered_crds if group_of(o["apiVersion"]) != "metacontroller.k8s.io"]
+    builtin = [o for o in rendered + rendered_crds
+               if group_of(o["apiVersion"]) != "metacontroller.k8s.io" and served(o, k8s_version)]
     assert {o["kind"] for o in builtin} >= {
         "CustomResourceDefinition",
         "Deployment",

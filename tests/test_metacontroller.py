@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.metacontroller import Simulator
+from tests.metacontroller import Simulator, manifests
 
 Body = dict[str, Any]
 
@@ -208,6 +208,23 @@ def test_a_status_field_the_crd_prunes_is_written_again_on_every_sync() -> None:
 def test_a_status_the_crd_refuses_fails_every_sync() -> None:
     sim = started(Recorder(status={"state": "Sleeping"}), model("a"))
     assert "is invalid" in sim.errors[-1] and "status" not in sim.cluster.get("ome.io/v1beta1", "BaseModel", "models", "a")
+
+
+def test_a_status_write_refused_by_admission_fails_the_sync_and_is_retried_with_backoff() -> None:
+    """``updateParentStatus`` swallows only NotFound and Conflict: behind a fence whose owner
+    names another ServiceAccount (an overlay for a Helm install), every attempt costs a sync
+    error and a rate-limited retry."""
+    sim = Simulator()
+    for manifest in manifests("fence.yaml"):
+        for variable in manifest["spec"].get("variables") or []:
+            variable["expression"] = "'system:serviceaccount:metacontroller:mc-metacontroller-helm'"
+        sim.cluster.create(manifest)
+    sim.cluster.create(NAMESPACE)
+    sim.add_controller(composite(hooks=hooks("sync")), Recorder())
+    sim.cluster.create(model("a"))
+    sim.advance(1)
+    assert sim.counts["status write refused"] == sim.counts["status write"] == sim.counts["sync error"] == 8
+    assert "ValidatingAdmissionPolicy 'ome-basemodel-hook-status-fence'" in sim.errors[-1]
 
 
 def test_each_status_write_costs_one_more_sync_unless_status_changes_are_ignored() -> None:

@@ -18,24 +18,37 @@ Use::
     sim.counts["sync"], sim.counts["status write"]      # every call and write, counted
     sim.errors                                          # every failed sync, with Metacontroller's reason
 
+    for manifest in manifests("fence.yaml"):            # the status fence: from now on the API
+        sim.cluster.create(manifest)                    # server reviews every write by it
+    ome = OMEManager(sim)                               # OME's model reconcilers (tests.metacontroller.ome)
+    ome.counts["status write refused"]                  # OME's writes the fence refused
+
 A hook is any callable ``(path, body) -> (status_code, body)``; ``path`` is the
 webhook's path (``/sync``, ``/customize``, ``/finalize``...). ``core_hook`` answers the
 CompositeControllers' three paths from the pure core; ``flask_hook`` answers whatever the
 app routes; a test may pass its own function. Stand-ins for the rest of the cluster are in ``kubernetes``
-(``JobController``, ``TTLController``, ``PVCBinder``, ``Agent``, ``NodeAgents``): each
-watches the cluster and acts on the simulator's clock. Counts (a ``Counter``):
+(``JobController``, ``TTLController``, ``PVCBinder``, ``Agent``) and ``ome`` (OME's
+``NodeAgents`` and ``OMEManager``, the BaseModel and ClusterBaseModel reconcilers that
+run beside the hook, with work queues of their own): each watches the cluster and acts
+on the simulator's clock. Every write names its user (``user=``, a kubectl admin when
+none is given; ``identities`` says who is who: Metacontroller writes as its
+ServiceAccount, OME's manager as ``system:serviceaccount:ome:ome-controller-manager``), and
+the cluster reviews it by the ValidatingAdmissionPolicies it stores (``tests/admission.py``).
+Counts (a ``Counter``):
 ``sync``, ``finalize``, ``customize`` (hook calls); ``create``, ``delete``, ``update``
 (children, also per kind: ``create Job``); ``status write`` (status subresource
-writes); ``parent write`` (finalizer, labels, annotations); ``adopt``, ``release``;
+writes) and ``status write refused`` (of those, refused by admission); ``parent write``
+(finalizer, labels, annotations); ``adopt``, ``release``;
 ``sync error`` (a failed sync, retried with client-go's backoff). DecoratorControllers
 count the same names in ``sim.decorator_counts``, so ``sim.counts`` is what the models
-cost.
+cost; OME's manager counts its own in ``OMEManager.counts``.
 
 Modules: ``cluster`` (the API server), ``simulator`` (time and the loop),
 ``composite`` / ``decorator`` (the two controllers), ``controller`` (what they share),
 ``customize`` (related objects), ``manage_children``, ``selection`` (selectors, object
 keys), ``workqueue``, ``webhook`` (calling a hook), ``endpoints`` (our hook as a
-callable), ``kubernetes`` (Job, TTL, PVC binder, agent and node-agent stand-ins).
+callable), ``kubernetes`` (Job, TTL, PVC binder and agent stand-ins), ``ome`` (OME's model
+agents and manager), ``identities`` (the users who write).
 
 Not modelled: informer lag (the cache equals the API server), parallel workers, the
 20 s discovery of new CRDs, Rolling* strategies, server-side apply, ETags, events.

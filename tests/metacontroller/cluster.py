@@ -5,9 +5,11 @@ deal with, and nothing more: uid, resourceVersion, creationTimestamp and generat
 create; a new resourceVersion (and a generation bump on a spec change) only when an
 update really changes the object, so a no-op write sends no watch event; status only
 through the status subresource of a CRD, pruned by its structural schema and checked
-against it; strict schema validation of built-in objects; graceful deletion with
-finalizers (a deletionTimestamp and, for objects with a generation, the generation bump
-``BeforeDelete`` makes); background garbage collection of dependents by ownerReference.
+against it; strict schema validation of built-in objects; validating admission by the
+ValidatingAdmissionPolicies and bindings it stores (``tests/admission.py``), for every
+write, by the user who makes it; graceful deletion with finalizers (a deletionTimestamp
+and, for objects with a generation, the generation bump ``BeforeDelete`` makes);
+background garbage collection of dependents by ownerReference.
 
 The watch is synchronous and there is no informer lag: a watcher sees every change as
 it happens, which is what Metacontroller's informers converge to.
@@ -27,6 +29,8 @@ from typing import Any, Callable
 import yaml
 
 from hooks.conditions import format_time
+from tests.admission import BINDING, POLICY, Admission, Attributes
+from tests.metacontroller.identities import GARBAGE_COLLECTOR, KUBECTL
 from tests.metacontroller.selection import Obj, controller_of
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors
 
@@ -65,11 +69,15 @@ RESOURCES = [
     Resource("rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", True),
     Resource("rbac.authorization.k8s.io/v1", "clusterroles", "ClusterRole", False),
     Resource("rbac.authorization.k8s.io/v1", "clusterrolebindings", "ClusterRoleBinding", False),
+    Resource("admissionregistration.k8s.io/v1", "validatingadmissionpolicies", POLICY, False, True),
+    Resource("admissionregistration.k8s.io/v1", "validatingadmissionpolicybindings", BINDING, False, True),
 ]
 WITHOUT_STATUS = {"ConfigMap", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 """Kinds with no status field: an update's ``status`` is dropped (field validation "Warn", the server default)."""
 BY_RESOURCE = {(item.api_version, item.resource): item for item in RESOURCES}
 BY_KIND = {(item.api_version, item.kind): item for item in RESOURCES}
+POLICY_TYPE = ("admissionregistration.k8s.io/v1", POLICY)
+BINDING_TYPE = ("admissionregistration.k8s.io/v1", BINDING)
 
 
 def group_of(api_version: str) -> str:
@@ -94,7 +102,8 @@ def kind_of(obj: Obj) -> Resource:
 
 
 class ApiError(Exception):
-    """An API server refusal, with its HTTP code (404 NotFound, 409 Conflict/AlreadyExists, 422 Invalid)."""
+    """An API server refusal, with its HTTP code (404 NotFound, 409 Conflict/AlreadyExists, 422 Invalid,
+    and the code of an admission policy's reason: 403 Forbidden for the fence)."""
 
     def __init__(self, code: int, message: str) -> None:
         super().__init__(f"{code}: {message}")
@@ -134,6 +143,7 @@ class Cluster:
         self.watchers: list[Watcher] = []
         self._version = 1000
         self._created = 0
+        self._admission: Admission | None = None
 
     # --- reading -----------------------------------------------------------------------
 
@@ -160,8 +170,8 @@ class Cluster:
 
     # --- writing -----------------------------------------------------------------------
 
-    def create(self, obj: Obj, manager: str = "kubectl-client-side-apply") -> Obj:
-        """Admit, default and store a new object, as the API server returns it."""
+    def create(self, obj: Obj, manager: str = "kubectl-client-side-apply", user: str = KUBECTL) -> Obj:
+        """Validate, default, admit and store a new object, as the API server returns it."""
         resource = kind_of(obj)
         created = copy.deepcopy(obj)
         metadata = created.setdefault("metadata", {})
@@ -176,21 +186,19 @@ class Cluster:
         if resource.status_subresource:
             created.pop("status", None)
         self._created += 1
-        metadata.update(
-            uid=_uid(f"{ref(created)}#{self._created}"),
-            resourceVersion=self._next_version(),
-            creationTimestamp=format_time(self.clock.now),
-        )
+        metadata.update(uid=_uid(f"{ref(created)}#{self._created}"), creationTimestamp=format_time(self.clock.now))
         if resource.generation:
             metadata["generation"] = 1
         if resource.kind == "Job":
             _default_job(created)
+        self._admit("CREATE", resource, user, created, None)
+        metadata["resourceVersion"] = self._next_version()
         _record_manager(created, manager, None, self.clock.now)
         self.objects[ref(created)] = created
         self._notify("ADDED", None, created)
         return copy.deepcopy(created)
 
-    def update(self, obj: Obj, manager: str = "kubectl-edit") -> Obj:
+    def update(self, obj: Obj, manager: str = "kubectl-edit", user: str = KUBECTL) -> Obj:
         """Replace an object (not its status where a status subresource exists)."""
         current = self.objects.get(ref(obj))
         if current is None:
@@ -208,10 +216,13 @@ class Cluster:
             _check_built_in(updated)
         if resource.generation and updated.get("spec") != current.get("spec"):
             updated["metadata"]["generation"] = current["metadata"]["generation"] + 1
+        self._admit("UPDATE", resource, user, updated, current)
         return self._store(current, updated, manager, None)
 
-    def update_status(self, obj: Obj, manager: str = "metacontroller") -> Obj:
-        """The status subresource: only ``.status`` changes, pruned and checked by the CRD's schema."""
+    def update_status(self, obj: Obj, manager: str = "kubectl-edit", user: str = KUBECTL) -> Obj:
+        """The status subresource: only ``.status`` changes, pruned and checked by the CRD's schema.
+        Admission sees the stored object with the new status (the status strategy keeps the
+        stored spec and metadata), and a no-op write is admitted, or refused, all the same."""
         current = self.objects.get(ref(obj))
         if current is None or current["metadata"]["uid"] != obj["metadata"].get("uid", current["metadata"]["uid"]):
             raise ApiError(404, f"{obj['kind']} {obj['metadata']['name']} not found")
@@ -222,15 +233,18 @@ class Cluster:
         if problems:
             raise ApiError(422, f"{obj['kind']} {obj['metadata']['name']} is invalid: {'; '.join(problems)}")
         updated["status"] = status
+        self._admit("UPDATE", kind_of(obj), user, updated, current, "status")
         return self._store(current, updated, manager, "status")
 
-    def delete(self, api_version: str, kind: str, namespace: str | None, name: str, uid: str | None = None) -> None:
+    def delete(self, api_version: str, kind: str, namespace: str | None, name: str, uid: str | None = None,
+               user: str = KUBECTL) -> None:
         """Graceful deletion: finalizers hold the object with a deletionTimestamp; without any it goes,
         and its dependents follow (background propagation)."""
         key = (api_version, kind, namespace or None, name)
         current = self.objects.get(key)
         if current is None or (uid is not None and current["metadata"]["uid"] != uid):
             raise ApiError(404 if current is None else 409, f"{kind} {namespace or ''}/{name}: not found or not uid {uid}")
+        self._admit("DELETE", kind_of(current), user, None, current)
         if current["metadata"].get("finalizers"):
             if current["metadata"].get("deletionTimestamp"):
                 return
@@ -245,11 +259,33 @@ class Cluster:
     def restore(self, obj: Obj) -> None:
         """Put an object saved from a real cluster back as it was (uid, resourceVersion and all), silently."""
         self.objects[ref(obj)] = copy.deepcopy(obj)
+        self._forget_policies(obj)
         version = obj["metadata"].get("resourceVersion", "")
         if version.isdigit():
             self._version = max(self._version, int(version))
 
     # --- internals ---------------------------------------------------------------------
+
+    def _admit(self, operation: str, resource: Resource, user: str, obj: Obj | None, old: Obj | None,
+               subresource: str = "") -> None:
+        """Validating admission where ``registry/generic/registry/store.go`` runs it: after the
+        strategy's validation, before anything is stored. A refusal raises the API server's
+        code and message."""
+        if self._admission is None:
+            self._admission = Admission([*self.list(*POLICY_TYPE), *self.list(*BINDING_TYPE)])
+        if not self._admission.policies:
+            return
+        metadata = (old if obj is None else obj)["metadata"]
+        refusal = self._admission.review(Attributes(
+            operation, resource.api_version, resource.resource, resource.kind, metadata["name"],
+            metadata.get("namespace") or "", subresource, user, obj, old))
+        if refusal is not None:
+            raise ApiError(refusal.code, refusal.message)
+
+    def _forget_policies(self, obj: Obj | None) -> None:
+        """A policy or binding changed: the next write reads them again."""
+        if obj is not None and obj.get("kind") in (POLICY, BINDING):
+            self._admission = None
 
     def _check_preconditions(self, obj: Obj, current: Obj) -> None:
         sent = obj["metadata"].get("resourceVersion")
@@ -281,13 +317,14 @@ class Cluster:
         for dependent in [obj for obj in self.objects.values()
                           if any(owner.get("uid") == uid for owner in obj["metadata"].get("ownerReferences") or [])]:
             if ref(dependent) in self.objects:
-                self.delete(*ref(dependent))
+                self.delete(*ref(dependent), user=GARBAGE_COLLECTOR)
 
     def _next_version(self) -> str:
         self._version += 1
         return str(self._version)
 
     def _notify(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        self._forget_policies(new or old)
         for watcher in list(self.watchers):
             watcher(event, copy.deepcopy(old), copy.deepcopy(new))
 

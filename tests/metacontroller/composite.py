@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tests.metacontroller import selection, webhook
 from tests.metacontroller.cluster import ApiError, Resource, resource_of
 from tests.metacontroller.controller import Controller, SyncFailure, declared, strategies
+from tests.metacontroller.identities import METACONTROLLER
 from tests.metacontroller.manage_children import MANAGER, controller_ref, manage_children
 from tests.metacontroller.selection import Obj, ObjectMap
 
@@ -146,13 +147,14 @@ class CompositeController(Controller):
 
     def _patch_owner(self, obj: Obj) -> Obj | None:
         try:
-            return self.cluster.update(obj, manager=MANAGER)
+            return self.cluster.update(obj, manager=MANAGER, user=METACONTROLLER)
         except ApiError:
             return None
 
     def update_status(self, parent: Obj, status: dict[str, Any] | None) -> None:
         """``updateParentStatus``: the whole status replaced, ``observedGeneration`` injected, a
-        fresh read compared first (no write when equal); NotFound and Conflict are swallowed."""
+        fresh read compared first (no write when equal); NotFound and Conflict are swallowed,
+        any other refusal (the fence's 403 among them) fails the sync."""
         wanted = copy.deepcopy(status) if isinstance(status, dict) else {}
         wanted["observedGeneration"] = parent["metadata"].get("generation", 0)
         fresh = self.cluster.find(parent["apiVersion"], parent["kind"], parent["metadata"].get("namespace"),
@@ -161,10 +163,9 @@ class CompositeController(Controller):
             return
         if fresh.get("status") == wanted:
             return
-        self.counts["status write"] += 1
         fresh["status"] = wanted
         try:
-            self.cluster.update_status(fresh, manager=MANAGER)
+            self.write_status(fresh)
         except ApiError as error:
             if error.code not in (404, 409):
                 raise

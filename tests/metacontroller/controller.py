@@ -2,7 +2,9 @@
 the finalizer and the customize manager.
 
 Mirrors ``processNextWorkItem`` / ``sync`` (a failed sync gets a ``SyncError`` event and a
-rate-limited requeue, a 429 a plain requeue after its delay), ``enqueueParentObject``,
+rate-limited requeue, a 429 a plain requeue after its delay; a status write refused by
+admission is such a failure, as ``updateParentStatus`` swallows only NotFound and
+Conflict), ``enqueueParentObject``,
 ``updateParentObject`` (``ignoreStatusChanges``), ``onChildAdd`` / ``onChildUpdate`` /
 ``onChildDelete`` and ``finalizer.SyncObject`` / ``ShouldFinalize`` of
 ``pkg/controller/{composite,decorator}/controller.go`` and ``common/finalizer``.
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from tests.metacontroller import selection, webhook
 from tests.metacontroller.cluster import ApiError, Cluster, Resource, group_of, ref, resource_of
 from tests.metacontroller.customize import CustomizeManager, InformerNotSynced, RuleError
+from tests.metacontroller.identities import METACONTROLLER
 from tests.metacontroller.manage_children import MANAGER
 from tests.metacontroller.selection import Obj
 
@@ -218,7 +221,18 @@ class Controller:
 
     def write_parent(self, parent: Obj) -> Obj:
         self.counts["parent write"] += 1
-        return self.cluster.update(parent, manager=MANAGER)
+        return self.cluster.update(parent, manager=MANAGER, user=METACONTROLLER)
+
+    def write_status(self, parent: Obj) -> Obj:
+        """``UpdateStatus``. A write refused by admission (403, as behind a fence whose owner
+        names another ServiceAccount) is counted as ``status write refused``, then raised."""
+        self.counts["status write"] += 1
+        try:
+            return self.cluster.update_status(parent, manager=MANAGER, user=METACONTROLLER)
+        except ApiError as error:
+            if error.code == 403:
+                self.counts["status write refused"] += 1
+            raise
 
     def should_finalize(self, parent: Obj) -> bool:
         """``ShouldFinalize``: manage children while deleting only with our finalizer and no GC finalizer."""

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tests.metacontroller import selection, webhook
 from tests.metacontroller.cluster import ApiError, Resource, resource_of
 from tests.metacontroller.controller import Controller, SyncFailure, declared, strategies
-from tests.metacontroller.manage_children import MANAGER, manage_children
+from tests.metacontroller.manage_children import manage_children
 from tests.metacontroller.selection import Obj, ObjectMap
 
 if TYPE_CHECKING:
@@ -121,8 +121,7 @@ class DecoratorController(Controller):
         resource = resource_of_kind(self.parent_types, parent)
         try:
             if status_changed and resource.status_subresource:
-                self.counts["status write"] += 1
-                updated["metadata"]["resourceVersion"] = self.cluster.update_status(updated, manager=MANAGER)["metadata"]["resourceVersion"]
+                updated["metadata"]["resourceVersion"] = self.write_status(updated)["metadata"]["resourceVersion"]
             if finalized:
                 metadata["finalizers"] = [item for item in metadata.get("finalizers") or [] if item != self.finalizer]
             self.write_parent(updated)

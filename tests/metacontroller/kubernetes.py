@@ -1,4 +1,5 @@
-"""Stand-ins for the rest of the cluster, each doing only what the hook can observe.
+"""Stand-ins for the rest of the cluster, each doing only what the hook can observe, each
+writing as the user it is in a cluster (``identities``).
 
 - ``JobController``: a pod per try (Pending, then Running, then terminated with the
   agent's exit code and termination message); pod failures retried after the Job
@@ -10,20 +11,23 @@
 - ``PVCBinder``: binds a Pending PVC after a delay, can lose it, and releases the
   ``kubernetes.io/pvc-protection`` finalizer of a deleted PVC once no running pod uses it.
 - ``Agent``: what ``ome-agent model-metadata`` does in a succeeding pod: it writes the
-  metadata into the model's spec (a generation bump).
-- ``NodeAgents``: OME's model agents, one ConfigMap per node in namespace ``ome``.
+  metadata into the model's spec (a generation bump), as the Job's ServiceAccount.
+
+OME's model agents and manager are in ``ome``.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hooks.conditions import format_time
 from tests.metacontroller.cluster import ApiError, Obj
+from tests.metacontroller.identities import (
+    JOB_CONTROLLER, PV_BINDER, PVC_PROTECTION, TTL_CONTROLLER, kubelet, service_account,
+)
 from tests.metacontroller.manage_children import controller_ref
 
 if TYPE_CHECKING:
@@ -77,7 +81,7 @@ class JobController:
 
     def _set_status(self, job: Obj, **changes: Any) -> Obj:
         job["status"] = {**job.get("status", {}), **changes}
-        return self.sim.cluster.update(job, manager=KUBE)
+        return self.sim.cluster.update(job, manager=KUBE, user=JOB_CONTROLLER)
 
     def _start(self, key: tuple[str, str, str], run: Run) -> None:
         job = self._job(key)
@@ -107,7 +111,7 @@ class JobController:
             "spec": {**copy.deepcopy(template["spec"]), "nodeName": "node-a"},
             "status": {"phase": "Pending", "containerStatuses": [self._container(job, {"waiting": {"reason": "ContainerCreating"}})]},
         }
-        created = self.sim.cluster.create(pod, manager=KUBE)
+        created = self.sim.cluster.create(pod, manager=KUBE, user=JOB_CONTROLLER)
         pod_key = (key[0], created["metadata"]["name"])
         self.sim.after(POD_START_SECONDS, lambda: self._running(key, pod_key, run, tries))
 
@@ -126,7 +130,7 @@ class JobController:
         now = format_time(self.sim.clock.now)
         pod["status"] = {"phase": "Running", "startTime": now,
                          "containerStatuses": [self._container(job, {"running": {"startedAt": now}}, ready=True)]}
-        self.sim.cluster.update(pod, manager="kubelet")
+        self.sim.cluster.update(pod, manager="kubelet", user=kubelet(pod["spec"]["nodeName"]))
         self._set_status(job, ready=1)
         if run.outcome != "hang":
             self.sim.after(max(run.seconds - POD_START_SECONDS, 0), lambda: self._ended(key, pod_key, run, tries, now))
@@ -145,7 +149,7 @@ class JobController:
             terminated["message"] = AGENT_ERROR + "\n"
         pod["status"] = {"phase": "Succeeded" if succeeded else "Failed", "startTime": started,
                          "containerStatuses": [self._container(job, {"terminated": terminated})]}
-        self.sim.cluster.update(pod, manager="kubelet")
+        self.sim.cluster.update(pod, manager="kubelet", user=kubelet(pod["spec"]["nodeName"]))
         if succeeded:
             self._set_status(job, active=0, ready=0, succeeded=1, completionTime=now, conditions=[
                 _condition("SuccessCriteriaMet", "CompletionsReached", "Reached expected number of succeeded pods", now),
@@ -171,7 +175,7 @@ class JobController:
         for pod in self.sim.cluster.list("v1", "Pod", key[0]):
             if pod["metadata"]["labels"].get("batch.kubernetes.io/controller-uid") == key[2] \
                     and pod["status"]["phase"] in ("Pending", "Running"):
-                self.sim.cluster.delete("v1", "Pod", key[0], pod["metadata"]["name"])
+                self.sim.cluster.delete("v1", "Pod", key[0], pod["metadata"]["name"], user=JOB_CONTROLLER)
         self._fail(key, "DeadlineExceeded", "Job was active longer than specified deadline",
                    failed=job["status"].get("failed", 0) + job["status"].get("active", 0))
 
@@ -213,7 +217,7 @@ class TTLController:
 
             def expire() -> None:
                 try:
-                    self.sim.cluster.delete("batch/v1", "Job", namespace, name, uid=uid)
+                    self.sim.cluster.delete("batch/v1", "Job", namespace, name, uid=uid, user=TTL_CONTROLLER)
                 except ApiError:
                     pass
             self.sim.after(ttl, expire)
@@ -256,7 +260,7 @@ class PVCBinder:
             pvc["status"] = {"phase": "Bound", "accessModes": ["ReadOnlyMany"], "capacity": {"storage": "500Gi"}}
         else:
             pvc["status"] = {**pvc.get("status", {}), "phase": phase}
-        self.sim.cluster.update(pvc, manager=KUBE)
+        self.sim.cluster.update(pvc, manager=KUBE, user=PV_BINDER)
 
     def _on_event(self, event: str, old: Obj | None, new: Obj | None) -> None:
         obj = new or old
@@ -279,7 +283,7 @@ class PVCBinder:
                              for volume in pod["spec"].get("volumes") or [])]
             if not users:
                 pvc["metadata"]["finalizers"].remove(self.PROTECTION)
-                self.sim.cluster.update(pvc, manager=KUBE)
+                self.sim.cluster.update(pvc, manager=KUBE, user=PVC_PROTECTION)
 
 
 class Agent:
@@ -301,34 +305,6 @@ class Agent:
             return
         model["spec"].update(self.metadata)
         self.writes += 1
-        self.sim.cluster.update(model, manager="ome-agent")
-
-
-class NodeAgents:
-    """Per-node ConfigMaps with one JSON entry per model (``ModelEntry``), as the agents write them."""
-
-    LABEL = "models.ome/basemodel-status"
-
-    def __init__(self, sim: Simulator, namespace: str = "ome") -> None:
-        self.sim = sim
-        self.namespace = namespace
-
-    def add_node(self, name: str) -> None:
-        self.sim.cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
-            "kubernetes.io/hostname": name}}})
-        self.sim.cluster.create({
-            "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": self.namespace, "labels": {self.LABEL: "true", "node": name},
-                         "annotations": {"models.ome.io/node-name": name, "models.ome.io/managed-by": "model-agent"}},
-            "data": {},
-        })
-
-    def report(self, node: str, key: str, status: str | None) -> None:
-        """Write (or, with ``None``, remove) a model's entry in the node's ConfigMap."""
-        configmap = self.sim.cluster.get("v1", "ConfigMap", self.namespace, node)
-        data = configmap.setdefault("data", {})
-        if status is None:
-            data.pop(key, None)
-        else:
-            data[key] = json.dumps({"name": key.rsplit(".", 1)[-1], "status": status}, sort_keys=True)
-        self.sim.cluster.update(configmap, manager="model-agent")
+        pod_spec = job["spec"]["template"]["spec"]
+        user = service_account(job["metadata"]["namespace"], pod_spec.get("serviceAccountName") or "default")
+        self.sim.cluster.update(model, manager="ome-agent", user=user)

@@ -17,10 +17,11 @@ from collections import Counter
 from typing import Any
 
 from tests.metacontroller.cluster import ApiError, Cluster, group_of, keep_field
+from tests.metacontroller.identities import METACONTROLLER
 from tests.metacontroller.selection import Obj, ObjectMap
 
 MANAGER = "metacontroller"
-"""The field manager of every write Metacontroller makes."""
+"""The field manager of every write Metacontroller makes (each one as ``METACONTROLLER``)."""
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 SYSTEM_FIELDS = ("selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
                  "deletionTimestamp", "deletionGracePeriodSeconds")
@@ -65,7 +66,8 @@ def _delete(cluster: Cluster, obj: Obj, counts: Counter[str], errors: list[str])
     counts["delete"] += 1
     counts[f"delete {obj['kind']}"] += 1
     try:
-        cluster.delete(obj["apiVersion"], obj["kind"], metadata.get("namespace"), metadata["name"], uid=metadata["uid"])
+        cluster.delete(obj["apiVersion"], obj["kind"], metadata.get("namespace"), metadata["name"], uid=metadata["uid"],
+                       user=METACONTROLLER)
     except ApiError as error:
         if error.code != 404:
             errors.append(f"can't delete {obj['kind']} {metadata.get('namespace')}/{metadata['name']}: {error}")
@@ -79,7 +81,7 @@ def _create(cluster: Cluster, parent: Obj, desired: Obj, counts: Counter[str], e
     counts["create"] += 1
     counts[f"create {obj['kind']}"] += 1
     try:
-        cluster.create(obj, manager=MANAGER)
+        cluster.create(obj, manager=MANAGER, user=METACONTROLLER)
     except ApiError as error:
         if error.code != 409:
             counts["create refused"] += 1
@@ -98,7 +100,7 @@ def _update(cluster: Cluster, strategies: dict[str, str], observed: Obj, desired
         counts["update"] += 1
         counts[f"update {observed['kind']}"] += 1
         try:
-            cluster.update(merged, manager=MANAGER)
+            cluster.update(merged, manager=MANAGER, user=METACONTROLLER)
         except ApiError as error:
             if error.code not in (404, 409):
                 errors.append(str(error))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from tests.metacontroller import webhook
 from tests.metacontroller.cluster import Clock, Cluster
@@ -21,6 +21,13 @@ class HotLoop(AssertionError):
     """The controllers never went quiet: a hook whose answer changes on every call."""
 
 
+class Worker(Protocol):
+    """A controller of the cluster's own (OME's reconcilers) working from its queue like Metacontroller's."""
+
+    def process_one(self) -> bool:
+        """Reconcile one queued item; False when the queue is empty."""
+
+
 class Simulator:
     """``cache_flush_seconds`` is Metacontroller's ``--cache-flush-interval`` (30 min by default)."""
 
@@ -33,6 +40,7 @@ class Simulator:
         self.decorator_counts: Counter[str] = Counter()
         self.errors: list[str] = []
         self.controllers: list[Controller] = []
+        self.workers: list[Worker] = []
 
     def add_controller(self, manifest: dict[str, Any], hook: webhook.Hook) -> Controller:
         """Serve a CompositeController or DecoratorController manifest with ``hook``."""
@@ -41,6 +49,10 @@ class Simulator:
         controller = kinds[manifest["kind"]](self, manifest, hook)
         self.controllers.append(controller)
         return controller
+
+    def add_worker(self, worker: Worker) -> None:
+        """Let ``worker`` take its turn with the controllers whenever the simulation settles."""
+        self.workers.append(worker)
 
     def new_queue(self) -> WorkQueue:
         return WorkQueue(self.timeline, self.clock)
@@ -63,7 +75,7 @@ class Simulator:
                 action()
                 continue
             worked = False
-            for controller in self.controllers:
+            for controller in [*self.controllers, *self.workers]:
                 if controller.process_one():
                     worked = True
                     syncs += 1
