@@ -45,6 +45,7 @@ CEL cost budgets, and the request's ``options`` and ``userInfo.groups``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterable
@@ -137,7 +138,7 @@ def _program(expression: str) -> Any:
         raise EvaluationError(f"compilation error: {error}") from None
 
 
-def evaluate(expression: str, activation: Obj) -> Any:
+def evaluate(expression: str, activation: Obj | cel.Context) -> Any:
     """One CEL expression over an activation (``object``, ``request``, ``variables``...)."""
     program = _program(expression)
     try:
@@ -182,20 +183,57 @@ def matches(criteria: Obj | None, attributes: Attributes) -> bool:
     return not rules or any(rule_matches(rule, attributes) for rule in rules)
 
 
-def _activation(policy: Obj, attributes: Attributes) -> Obj:
-    """What every expression of the policy sees, its variables evaluated in order."""
-    activation: Obj = {"object": attributes.object, "oldObject": attributes.old_object,
-                       "request": admission_request(attributes), "params": None, "variables": {}}
+ACTIVATION_NAMES = ("object", "oldObject", "request", "params", "variables")
+
+
+@lru_cache(maxsize=None)
+def _named(expressions: tuple[str, ...]) -> frozenset[str]:
+    """The words a policy's expressions use: an expression can read only the activation
+    names it spells out."""
+    return frozenset(word for expression in expressions for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expression))
+
+
+def _expressions(spec: Obj) -> tuple[str, ...]:
+    return tuple(
+        item[key]
+        for section in ("matchConditions", "variables", "validations")
+        for item in spec.get(section) or []
+        for key in ("expression", "messageExpression")
+        if key in item
+    )
+
+
+def _visible(obj: Obj | None, named: frozenset[str]) -> Obj | None:
+    """The object as the policy's expressions can see it. Converting it for CEL is the
+    costly part of an evaluation, and ``managedFields`` is most of an object: a policy
+    that never names it gets the object without it (it could still see the key by
+    iterating ``metadata``; the shipped fence does not)."""
+    if obj is None or "managedFields" in named or "managedFields" not in obj.get("metadata", {}):
+        return obj
+    return {**obj, "metadata": {key: value for key, value in obj["metadata"].items() if key != "managedFields"}}
+
+
+def _activation(policy: Obj, attributes: Attributes) -> cel.Context:
+    """What every expression of the policy sees, its variables evaluated in order, as one
+    CEL context the policy's expressions share (CEL converts its values once)."""
+    named = _named(_expressions(policy["spec"]))
+    values: Obj = {"object": _visible(attributes.object, named), "oldObject": _visible(attributes.old_object, named),
+                   "request": admission_request(attributes), "params": None}
+    values = {name: value for name, value in values.items() if name in named}
+    variables: Obj = {}
     for variable in policy["spec"].get("variables") or []:
         try:
-            value = evaluate(variable["expression"], activation)
+            value = evaluate(variable["expression"], {**values, "variables": variables})
         except EvaluationError:
             continue
-        activation["variables"] = {**activation["variables"], variable["name"]: value}
-    return activation
+        variables = {**variables, variable["name"]: value}
+    context = cel.Context()
+    for name, value in {**values, "variables": variables}.items():
+        context.add_variable(name, value)
+    return context
 
 
-def _message(validation: Obj, activation: Obj) -> str:
+def _message(validation: Obj, activation: cel.Context) -> str:
     """The denial's message: the ``messageExpression``'s string, else ``message``, else the expression."""
     message = ""
     if "messageExpression" in validation:

@@ -118,7 +118,7 @@ def test_behind_the_fence_every_status_write_to_a_pvc_model_is_refused_and_backs
       pending backoff keeps its time).
 
     Metacontroller, the owner, is never refused."""
-    built = lifecycle.world(kind, ome=True, fence=True)
+    built = lifecycle.world(kind)
     assert built.ome is not None
     refused: list[tuple[datetime, str]] = []
     write_status = built.sim.cluster.update_status

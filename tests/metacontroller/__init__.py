@@ -54,6 +54,7 @@ Not modelled: informer lag (the cache equals the API server), parallel workers, 
 20 s discovery of new CRDs, Rolling* strategies, server-side apply, ETags, events.
 """
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +62,20 @@ import yaml
 
 from tests.metacontroller.cluster import ApiError, Clock, Cluster
 from tests.metacontroller.endpoints import core_hook, flask_hook
+from tests.metacontroller.selection import clone
 from tests.metacontroller.simulator import START, HotLoop, Simulator
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "metacontroller"
 
 
 def manifests(file_name: str) -> list[dict[str, Any]]:
-    """The controllers shipped in ``metacontroller/<file_name>``."""
-    return [item for item in yaml.safe_load_all((MANIFESTS / file_name).read_text(encoding="utf-8")) if item]
+    """The objects shipped in ``metacontroller/<file_name>``, each a copy of its own."""
+    return [clone(item) for item in _shipped(file_name)]
+
+
+@lru_cache(maxsize=None)
+def _shipped(file_name: str) -> tuple[dict[str, Any], ...]:
+    return tuple(item for item in yaml.safe_load_all((MANIFESTS / file_name).read_text(encoding="utf-8")) if item)
 
 
 __all__ = ["ApiError", "Clock", "Cluster", "HotLoop", "START", "Simulator", "core_hook", "flask_hook", "manifests"]

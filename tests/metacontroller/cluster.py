@@ -17,7 +17,6 @@ it happens, which is what Metacontroller's informers converge to.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ import yaml
 from hooks.conditions import format_time
 from tests.admission import BINDING, POLICY, Admission, Attributes
 from tests.metacontroller.identities import GARBAGE_COLLECTOR, KUBECTL
-from tests.metacontroller.selection import Obj, controller_of
+from tests.metacontroller.selection import Obj, clone, controller_of
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors
 
 Watcher = Callable[[str, "Obj | None", "Obj | None"], None]
@@ -139,6 +138,8 @@ class Cluster:
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
+        self.status_schemas: dict[str, dict[str, Any]] = {}
+        """A model kind's status schema where another CRD than the shipped one is installed."""
         self.objects: dict[tuple[str, str, str | None, str], Obj] = {}
         self.watchers: list[Watcher] = []
         self._version = 1000
@@ -149,13 +150,13 @@ class Cluster:
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
         try:
-            return copy.deepcopy(self.objects[(api_version, kind, namespace or None, name)])
+            return clone(self.objects[(api_version, kind, namespace or None, name)])
         except KeyError:
             raise ApiError(404, f"{kind} {namespace or ''}/{name} not found") from None
 
     def find(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
         stored = self.objects.get((api_version, kind, namespace or None, name))
-        return copy.deepcopy(stored) if stored is not None else None
+        return clone(stored) if stored is not None else None
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, controller_uid: str | None = None) -> list[Obj]:
         """Every object of a kind (in one namespace when given; whose controllerRef has
@@ -166,14 +167,14 @@ class Cluster:
             if key[0] == api_version and key[1] == kind and (namespace is None or key[2] == namespace)
             and (controller_uid is None or (controller_of(obj) or {}).get("uid") == controller_uid)
         ]
-        return [copy.deepcopy(obj) for _, obj in sorted(matching, key=lambda item: str(item[0]))]
+        return [clone(obj) for _, obj in sorted(matching, key=lambda item: str(item[0]))]
 
     # --- writing -----------------------------------------------------------------------
 
     def create(self, obj: Obj, manager: str = "kubectl-client-side-apply", user: str = KUBECTL) -> Obj:
         """Validate, default, admit and store a new object, as the API server returns it."""
         resource = kind_of(obj)
-        created = copy.deepcopy(obj)
+        created = clone(obj)
         metadata = created.setdefault("metadata", {})
         if resource.namespaced and not metadata.get("namespace"):
             raise ApiError(422, f"{resource.kind} {metadata.get('name')}: metadata.namespace is required")
@@ -196,7 +197,7 @@ class Cluster:
         _record_manager(created, manager, None, self.clock.now)
         self.objects[ref(created)] = created
         self._notify("ADDED", None, created)
-        return copy.deepcopy(created)
+        return clone(created)
 
     def update(self, obj: Obj, manager: str = "kubectl-edit", user: str = KUBECTL) -> Obj:
         """Replace an object (not its status where a status subresource exists)."""
@@ -205,7 +206,7 @@ class Cluster:
             raise ApiError(404, f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']} not found")
         resource = kind_of(obj)
         self._check_preconditions(obj, current)
-        updated = copy.deepcopy(obj)
+        updated = clone(obj)
         if resource.status_subresource:
             keep_field(updated, current, "status")
         for key in ("uid", "creationTimestamp", "deletionTimestamp", "generation", "resourceVersion", "managedFields"):
@@ -227,9 +228,10 @@ class Cluster:
         if current is None or current["metadata"]["uid"] != obj["metadata"].get("uid", current["metadata"]["uid"]):
             raise ApiError(404, f"{obj['kind']} {obj['metadata']['name']} not found")
         self._check_preconditions(obj, current)
-        updated = copy.deepcopy(current)
-        status = prune(crd_status_schema(obj["kind"]), copy.deepcopy(obj.get("status")))
-        problems = _status_problems(obj["kind"], status)
+        updated = clone(current)
+        schema = self.status_schemas.get(obj["kind"]) or crd_status_schema(obj["kind"])
+        status = prune(schema, clone(obj.get("status")))
+        problems = _status_problems(schema, status)
         if problems:
             raise ApiError(422, f"{obj['kind']} {obj['metadata']['name']} is invalid: {'; '.join(problems)}")
         updated["status"] = status
@@ -248,7 +250,7 @@ class Cluster:
         if current["metadata"].get("finalizers"):
             if current["metadata"].get("deletionTimestamp"):
                 return
-            updated = copy.deepcopy(current)
+            updated = clone(current)
             updated["metadata"]["deletionTimestamp"] = format_time(self.clock.now)
             if "generation" in updated["metadata"]:
                 updated["metadata"]["generation"] += 1
@@ -258,7 +260,7 @@ class Cluster:
 
     def restore(self, obj: Obj) -> None:
         """Put an object saved from a real cluster back as it was (uid, resourceVersion and all), silently."""
-        self.objects[ref(obj)] = copy.deepcopy(obj)
+        self.objects[ref(obj)] = clone(obj)
         self._forget_policies(obj)
         version = obj["metadata"].get("resourceVersion", "")
         if version.isdigit():
@@ -298,17 +300,17 @@ class Cluster:
         losing its last finalizer while deleted goes."""
         updated["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         if updated == current:
-            return copy.deepcopy(current)
+            return clone(current)
         if manager is not None:
             _record_manager(updated, manager, subresource, self.clock.now)
         if updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers"):
             self.objects[ref(updated)] = updated
             self._remove(ref(updated))
-            return copy.deepcopy(updated)
+            return clone(updated)
         updated["metadata"]["resourceVersion"] = self._next_version()
         self.objects[ref(updated)] = updated
         self._notify("MODIFIED", current, updated)
-        return copy.deepcopy(updated)
+        return clone(updated)
 
     def _remove(self, key: tuple[str, str, str | None, str]) -> None:
         gone = self.objects.pop(key)
@@ -326,7 +328,7 @@ class Cluster:
     def _notify(self, event: str, old: Obj | None, new: Obj | None) -> None:
         self._forget_policies(new or old)
         for watcher in list(self.watchers):
-            watcher(event, copy.deepcopy(old), copy.deepcopy(new))
+            watcher(event, clone(old), clone(new))
 
 
 SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp", "managedFields")
@@ -358,7 +360,7 @@ def _record_manager(obj: Obj, manager: str, subresource: str | None, now: dateti
 def keep_field(target: Obj, source: Obj, key: str) -> None:
     """Carry a server-owned field over from the stored object (or keep it absent)."""
     if key in source:
-        target[key] = copy.deepcopy(source[key])
+        target[key] = clone(source[key])
     else:
         target.pop(key, None)
 
@@ -377,17 +379,28 @@ def _check_built_in(obj: Obj) -> None:
 
 
 @lru_cache(maxsize=4096)
-def _status_problems_cached(kind: str, serialized: str) -> tuple[str, ...]:
-    return tuple(errors_of(crd_status_schema(kind), json.loads(serialized)))
+def _status_problems_cached(schema: str, serialized: str) -> tuple[str, ...]:
+    return tuple(errors_of(json.loads(schema), json.loads(serialized)))
 
 
-def _status_problems(kind: str, status: Any) -> tuple[str, ...]:
-    return _status_problems_cached(kind, json.dumps(status, sort_keys=True))
+def _status_problems(schema: dict[str, Any], status: Any) -> tuple[str, ...]:
+    return _status_problems_cached(json.dumps(schema, sort_keys=True), json.dumps(status, sort_keys=True))
+
+
+OME_STATUS_FIELDS = ("lifecycle", "nodesFailed", "nodesReady", "state")
+
+
+def ome_status_schema(kind: str) -> dict[str, Any]:
+    """The status schema of OME's own CRD (its ``ome-crd`` chart): the shipped one's fields
+    OME knows, nothing else, so the API server prunes the hook's conditions, storage and
+    metadataExtraction (checked against OME's CRD in ``tests/test_crds.py``)."""
+    ours = crd_status_schema(kind)
+    return {"properties": {key: ours["properties"][key] for key in OME_STATUS_FIELDS}, "required": ["state"], "type": "object"}
 
 
 @lru_cache(maxsize=None)
 def crd_status_schema(kind: str) -> dict[str, Any]:
-    """The status schema of the CRD shipped in ``metacontroller/``, which the API server applies."""
+    """The status schema of the CRD shipped in ``metacontroller/crds/``, which the API server applies."""
     crd = yaml.safe_load(Path(CRD_FILES[kind]).read_text(encoding="utf-8"))
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
 

@@ -13,7 +13,6 @@ selector (a mismatch fails the sync before any child or status is written);
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from tests.metacontroller import selection, webhook
@@ -21,7 +20,7 @@ from tests.metacontroller.cluster import ApiError, Resource, resource_of
 from tests.metacontroller.controller import Controller, SyncFailure, declared, strategies
 from tests.metacontroller.identities import METACONTROLLER
 from tests.metacontroller.manage_children import MANAGER, controller_ref, manage_children
-from tests.metacontroller.selection import Obj, ObjectMap
+from tests.metacontroller.selection import Obj, ObjectMap, clone
 
 if TYPE_CHECKING:
     from tests.metacontroller.simulator import Simulator
@@ -87,7 +86,7 @@ class CompositeController(Controller):
 
     def apply_answer(self, parent: Obj, observed: ObjectMap, answer: dict[str, Any]) -> None:
         """Everything after the hook answered: requeue, finalizer, selector check, children, status."""
-        desired = selection.uniform_map(parent, copy.deepcopy(answer.get("children") or []))
+        desired = selection.uniform_map(parent, clone(answer.get("children") or []))
         resync = answer.get("resyncAfterSeconds") or 0
         if resync > 0:
             self.enqueue_after(parent, float(resync))
@@ -131,7 +130,7 @@ class CompositeController(Controller):
             if selection.matches(chosen, labels):
                 return obj
             if not parent["metadata"].get("deletionTimestamp"):
-                released = copy.deepcopy(obj)
+                released = clone(obj)
                 released["metadata"]["ownerReferences"] = [
                     item for item in obj["metadata"]["ownerReferences"] if item.get("uid") != parent["metadata"]["uid"]]
                 self.counts["release"] += 1
@@ -140,7 +139,7 @@ class CompositeController(Controller):
         if not selection.matches(chosen, labels) or parent["metadata"].get("deletionTimestamp") \
                 or obj["metadata"].get("deletionTimestamp"):
             return None
-        adopted = copy.deepcopy(obj)
+        adopted = clone(obj)
         adopted["metadata"]["ownerReferences"] = [*(obj["metadata"].get("ownerReferences") or []), controller_ref(parent)]
         self.counts["adopt"] += 1
         return self._patch_owner(adopted)
@@ -155,7 +154,7 @@ class CompositeController(Controller):
         """``updateParentStatus``: the whole status replaced, ``observedGeneration`` injected, a
         fresh read compared first (no write when equal); NotFound and Conflict are swallowed,
         any other refusal (the fence's 403 among them) fails the sync."""
-        wanted = copy.deepcopy(status) if isinstance(status, dict) else {}
+        wanted = clone(status) if isinstance(status, dict) else {}
         wanted["observedGeneration"] = parent["metadata"].get("generation", 0)
         fresh = self.cluster.find(parent["apiVersion"], parent["kind"], parent["metadata"].get("namespace"),
                                   parent["metadata"]["name"])

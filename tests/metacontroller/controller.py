@@ -12,7 +12,6 @@ Conflict), ``enqueueParentObject``,
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +20,7 @@ from tests.metacontroller.cluster import ApiError, Cluster, Resource, group_of, 
 from tests.metacontroller.customize import CustomizeManager, InformerNotSynced, RuleError
 from tests.metacontroller.identities import METACONTROLLER
 from tests.metacontroller.manage_children import MANAGER
-from tests.metacontroller.selection import Obj
+from tests.metacontroller.selection import Obj, clone
 
 if TYPE_CHECKING:
     from tests.metacontroller.simulator import Simulator
@@ -50,6 +49,7 @@ class Controller:
         self.finalizer = f"metacontroller.io/{self.kind_prefix}-{self.name}"
         self.queue = sim.new_queue()
         self.customize = CustomizeManager(self.cluster, manifest, hook, self.counts, self.parents, self.enqueue)
+        self.stopped = False
         self.cluster.watchers.append(self._on_event)
         period = self.spec.get("resyncPeriodSeconds")
         self._schedule_resync(max(float(period), 1.0) if period is not None else sim.cache_flush_seconds)
@@ -78,6 +78,13 @@ class Controller:
     def sync_parent(self, parent: Obj) -> None:
         """The rest of ``syncParentObject``, once the parent holds the finalizer it should."""
         raise NotImplementedError
+
+    def stop(self) -> None:
+        """Metacontroller's process is gone: no more watches, resyncs or syncs; whatever it
+        had in its queues and caches (the customize answers, the related informers) goes too."""
+        self.stopped = True
+        self.cluster.watchers.remove(self._on_event)
+        self.cluster.watchers.remove(self.customize._on_related)
 
     def use_hook(self, hook: webhook.Hook) -> None:
         """The hook redeployed: later calls reach ``hook``; Metacontroller keeps its customize cache."""
@@ -143,6 +150,8 @@ class Controller:
         related objects resync too, but their handlers skip an update with an unchanged
         resourceVersion."""
         def resync() -> None:
+            if self.stopped:
+                return
             for parent in self.parents():
                 self.enqueue(parent)
             self._schedule_resync(period)
@@ -207,7 +216,7 @@ class Controller:
             return parent
         if self.finalize_enabled and parent["metadata"].get("deletionTimestamp"):
             return parent
-        updated = copy.deepcopy(parent)
+        updated = clone(parent)
         finalizers = [item for item in updated["metadata"].get("finalizers") or [] if item != self.finalizer]
         if self.finalize_enabled:
             finalizers.append(self.finalizer)
@@ -215,7 +224,7 @@ class Controller:
         return self.write_parent(updated)
 
     def remove_finalizer(self, parent: Obj) -> Obj:
-        updated = copy.deepcopy(parent)
+        updated = clone(parent)
         updated["metadata"]["finalizers"] = [item for item in updated["metadata"].get("finalizers") or [] if item != self.finalizer]
         return self.write_parent(updated)
 

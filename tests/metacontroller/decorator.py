@@ -19,7 +19,6 @@ removed on ``finalized``); then the annotation on every desired attachment and
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,7 @@ from tests.metacontroller import selection, webhook
 from tests.metacontroller.cluster import ApiError, Resource, resource_of
 from tests.metacontroller.controller import Controller, SyncFailure, declared, strategies
 from tests.metacontroller.manage_children import manage_children
-from tests.metacontroller.selection import Obj, ObjectMap
+from tests.metacontroller.selection import Obj, ObjectMap, clone
 
 if TYPE_CHECKING:
     from tests.metacontroller.simulator import Simulator
@@ -90,7 +89,7 @@ class DecoratorController(Controller):
             "finalizing": finalizing,
         }
         answer = webhook.call(self.hook, spec, body, SYNC_FIELDS, self.counts, "finalize" if finalizing else "sync")
-        desired = selection.uniform_map(parent, copy.deepcopy(answer.get("attachments") or []))
+        desired = selection.uniform_map(parent, clone(answer.get("attachments") or []))
         resync = answer.get("resyncAfterSeconds") or 0
         if resync > 0:
             self.enqueue_after(parent, float(resync))
@@ -105,7 +104,7 @@ class DecoratorController(Controller):
                                   f"{'; '.join(errors)}")
 
     def _update_parent(self, parent: Obj, answer: dict[str, Any]) -> None:
-        updated = copy.deepcopy(parent)
+        updated = clone(parent)
         metadata = updated["metadata"]
         labels_changed = _merge_strings(metadata, "labels", answer.get("labels") or {})
         annotations_changed = _merge_strings(metadata, "annotations", answer.get("annotations") or {})

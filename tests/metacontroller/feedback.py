@@ -10,10 +10,10 @@ is read back from the cluster. Related objects are carried over unchanged.
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 from typing import Any
 
+from tests.metacontroller.selection import clone
 from tests.metacontroller import selection
 from tests.metacontroller.composite import CompositeController
 from tests.metacontroller.kubernetes import JobController
@@ -27,17 +27,17 @@ def _no_call(path: str, body: dict[str, Any]) -> tuple[int, Any]:
 def apply(request: dict[str, Any], response: dict[str, Any], now: datetime) -> dict[str, Any]:
     """The next request once ``response`` (the answer to ``request``) has been applied at ``now``."""
     sim = Simulator(start=now)
-    parent = copy.deepcopy(request["parent"])
-    children = [copy.deepcopy(obj) for group in request.get("children", {}).values() for obj in group.values()]
+    parent = clone(request["parent"])
+    children = [clone(obj) for group in request.get("children", {}).values() for obj in group.values()]
     for obj in (parent, *children):
         sim.cluster.restore(obj)
-    controller = sim.add_controller(copy.deepcopy(request["controller"]), _no_call)
+    controller = sim.add_controller(clone(request["controller"]), _no_call)
     assert isinstance(controller, CompositeController)
     JobController(sim)
-    controller.apply_answer(parent, selection.uniform_map(parent, children), copy.deepcopy(response))
+    controller.apply_answer(parent, selection.uniform_map(parent, children), clone(response))
     sim.run_due_events()
 
-    following = copy.deepcopy(request)
+    following = clone(request)
     version = controller.hook_spec(bool(request.get("finalizing"))).get("version") or "v1"
     metadata = parent["metadata"]
     following["parent"] = sim.cluster.find(parent["apiVersion"], parent["kind"], metadata.get("namespace"),

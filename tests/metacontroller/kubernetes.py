@@ -18,12 +18,12 @@ OME's model agents and manager are in ``ome``.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from hooks.conditions import format_time
+from tests.metacontroller.selection import clone
 from tests.metacontroller.cluster import ApiError, Obj
 from tests.metacontroller.identities import (
     JOB_CONTROLLER, PV_BINDER, PVC_PROTECTION, TTL_CONTROLLER, kubelet, service_account,
@@ -105,10 +105,10 @@ class JobController:
             "metadata": {
                 "name": f"{job['metadata']['name']}-{_suffix(key[2] + str(tries))}",
                 "namespace": key[0],
-                "labels": copy.deepcopy(template["metadata"]["labels"]),
+                "labels": clone(template["metadata"]["labels"]),
                 "ownerReferences": [controller_ref(job)],
             },
-            "spec": {**copy.deepcopy(template["spec"]), "nodeName": "node-a"},
+            "spec": {**clone(template["spec"]), "nodeName": "node-a"},
             "status": {"phase": "Pending", "containerStatuses": [self._container(job, {"waiting": {"reason": "ContainerCreating"}})]},
         }
         created = self.sim.cluster.create(pod, manager=KUBE, user=JOB_CONTROLLER)

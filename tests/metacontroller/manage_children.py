@@ -11,14 +11,13 @@ others go on; NotFound on delete and AlreadyExists on create are swallowed.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections import Counter
 from typing import Any
 
 from tests.metacontroller.cluster import ApiError, Cluster, group_of, keep_field
 from tests.metacontroller.identities import METACONTROLLER
-from tests.metacontroller.selection import Obj, ObjectMap
+from tests.metacontroller.selection import Obj, ObjectMap, clone
 
 MANAGER = "metacontroller"
 """The field manager of every write Metacontroller makes (each one as ``METACONTROLLER``)."""
@@ -74,7 +73,7 @@ def _delete(cluster: Cluster, obj: Obj, counts: Counter[str], errors: list[str])
 
 
 def _create(cluster: Cluster, parent: Obj, desired: Obj, counts: Counter[str], errors: list[str]) -> None:
-    obj = copy.deepcopy(desired)
+    obj = clone(desired)
     metadata = obj["metadata"]
     metadata.setdefault("annotations", {})[LAST_APPLIED] = json.dumps(desired, sort_keys=True, separators=(",", ":"))
     metadata["ownerReferences"] = [*(metadata.get("ownerReferences") or []), controller_ref(parent)]
@@ -111,7 +110,7 @@ def apply_update(observed: Obj, desired: Obj) -> Obj:
     metadata and status reverted to the observed ones and the new last-applied recorded."""
     annotations = observed["metadata"].get("annotations") or {}
     last_applied = json.loads(annotations[LAST_APPLIED]) if LAST_APPLIED in annotations else {}
-    update = copy.deepcopy(desired)
+    update = clone(desired)
     (update["metadata"].get("annotations") or {}).pop(LAST_APPLIED, None)
     merged = _merge(observed, last_applied, update)
     for key in SYSTEM_FIELDS:
@@ -126,7 +125,7 @@ def _merge(observed: Any, last: Any, desired: Any) -> Any:
     of objects merge by their first common conventional key; anything else is replaced."""
     if isinstance(desired, dict) and isinstance(observed, dict):
         last = last if isinstance(last, dict) else {}
-        merged = {key: copy.deepcopy(value) for key, value in observed.items() if not (key in last and key not in desired)}
+        merged = {key: clone(value) for key, value in observed.items() if not (key in last and key not in desired)}
         for key, value in desired.items():
             merged[key] = _merge(observed.get(key), last.get(key), value)
         return merged
@@ -136,4 +135,4 @@ def _merge(observed: Any, last: Any, desired: Any) -> Any:
             by_key = {item[key]: item for item in observed}
             last_by_key = {item[key]: item for item in last or [] if isinstance(item, dict) and key in item}
             return [_merge(by_key.get(item[key]), last_by_key.get(item[key]), item) for item in desired]
-    return copy.deepcopy(desired)
+    return clone(desired)

@@ -41,12 +41,12 @@ the fence); ``error`` (a reconcile that failed, retried with backoff); ``configm
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
+from tests.metacontroller.selection import clone
 from tests.metacontroller.cluster import ApiError, Obj
 from tests.metacontroller.identities import OME_MANAGER, OME_MODEL_AGENT, kubelet
 
@@ -166,7 +166,7 @@ def typed(model: Obj) -> Obj:
     only ``ModelStatusSpec``'s fields (``state`` always, the others when set), and the spec
     always carries ``modelFormat``, a struct field without ``omitempty`` (``{"name": ""}``
     for a model that has none, so OME's first write of such a model changes its spec)."""
-    result = copy.deepcopy(model)
+    result = clone(model)
     status = model.get("status") or {}
     result["status"] = {"state": status.get("state", ""),
                         **{field: status[field] for field in ("lifecycle", "nodesReady", "nodesFailed") if status.get(field)}}

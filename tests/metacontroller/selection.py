@@ -4,8 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 Obj = dict[str, Any]
 ObjectMap = dict[str, dict[str, Obj]]
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON document. The simulator copies every object it hands out or
+    stores, as an API server and its clients each hold their own; through JSON, which is
+    what they exchange, and several times faster than ``copy.deepcopy``."""
+    return orjson.loads(orjson.dumps(obj))
 
 
 def matches(selector: dict[str, Any] | None, labels: dict[str, str] | None) -> bool:

@@ -50,6 +50,15 @@ class Simulator:
         self.controllers.append(controller)
         return controller
 
+    def restart_metacontroller(self) -> None:
+        """Metacontroller restarted: each controller starts again from its manifest with
+        empty caches and queues, and lists every parent as its informers start."""
+        running = list(self.controllers)
+        self.controllers.clear()
+        for controller in running:
+            controller.stop()
+            self.add_controller(controller.manifest, controller.hook)
+
     def add_worker(self, worker: Worker) -> None:
         """Let ``worker`` take its turn with the controllers whenever the simulation settles."""
         self.workers.append(worker)

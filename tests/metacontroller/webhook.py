@@ -11,6 +11,8 @@ from collections import Counter
 from typing import Any, Callable
 from urllib.parse import urlparse
 
+from tests.metacontroller.selection import clone
+
 Hook = Callable[[str, dict[str, Any]], tuple[int, Any]]
 
 
@@ -44,7 +46,8 @@ def call(hook: Hook, spec: dict[str, Any], body: dict[str, Any], fields: set[str
     ``fields`` are the response type's JSON fields: in strict mode (the default for v2,
     ``responseUnMarshallMode``) any other top-level field fails the call."""
     counts[name] += 1
-    status, answer = hook(hook_path(spec), json.loads(json.dumps(body)))
+    status, sent = hook(hook_path(spec), clone(body))
+    answer = clone(sent)
     if status == 429:
         raise TooManyRequests(float((answer or {}).get("retryAfter", 0)) if isinstance(answer, dict) else 0.0)
     if status != 200:
