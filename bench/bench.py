@@ -17,9 +17,9 @@ so the table quotes medians over rounds, and the ratio is the median of the rati
 neighbouring rounds. Beside them, each server's CPU time per request (master and
 workers, from /proc), which moves less than throughput when others load the machine.
 Then: the resident memory of each worker after 1,000, 10,000 and 20,000 requests (it
-must not grow), the core alone per shape (``hooks.sync.sync`` in this process, CPU µs
-per call), and a check that the hook's ``/metrics`` and its log counted every request it
-answered, one line per request.
+must not grow), the core alone per shape (``hooks.sync.sync``, CPU µs per call, each
+round in a fresh process: ``bench/core_round.py``), and a check that the hook's
+``/metrics`` and its log counted every request it answered, one line per request.
 """
 
 from __future__ import annotations
@@ -46,9 +46,12 @@ from typing import Any
 
 import orjson
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+# This tree's hooks, and core_round beside this file also when the bench is imported by path.
+sys.path[:0] = [str(REPO), str(BENCH)]
 
+from core_round import percentile  # noqa: E402
 from hooks.cli import GC_YOUNG_THRESHOLD  # noqa: E402
 from hooks.settings import Settings  # noqa: E402
 from hooks.sync import sync  # noqa: E402
@@ -221,10 +224,6 @@ def _client_loop(job: tuple[int, list[bytes], float]) -> tuple[list[float], int]
     return latencies, errors
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))] if ordered else 0.0
-
-
 def compact_bodies(workdir: Path) -> dict[str, Path]:
     """Each shape's request as Metacontroller sends it: compact JSON, no indentation."""
     paths = {}
@@ -279,41 +278,34 @@ def memory(load: Wrk | PythonLoad, servers: list[Server], bodies: list[Path]) ->
     return sizes
 
 
-def core(bodies: dict[str, Path], rounds: int) -> dict[str, dict[str, float]]:
-    """The decision alone, as a worker runs it (same garbage-collector settings), per shape.
+def core(trees: dict[str, Path], bodies: dict[str, Path], rounds: int) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The decision alone, as a worker runs it, per tree and shape: every round's figures.
 
-    Each call gets a freshly parsed body, as a request would; parse and serialization are
-    timed apart so the table shows what the shell's JSON costs beside the decision. The
-    times are this thread's CPU time: on a shared machine, wall-clock percentiles mostly
-    measure how long the scheduler gave the CPU to someone else."""
-    settings = Settings()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD)
-    figures: dict[str, dict[str, list[float]]] = {shape: {"parse": [], "p50": [], "p99": [], "dumps": []}
-                                                  for shape in bodies}
+    Each round is a process of its own per tree (``core_round.py``), the trees in turn, so
+    that each imports its own ``hooks`` and all see the same machine load; every tree gets
+    this tree's garbage-collector settings, so that only their code differs."""
+    figures: dict[str, dict[str, list[dict[str, Any]]]] = {name: {shape: [] for shape in bodies} for name in trees}
     for _ in range(rounds):
-        for shape, path in bodies.items():
-            data = path.read_bytes()
-            parse, decide, dump = [], [], []
-            for _ in range(CORE_CALLS):
-                now = datetime.now(timezone.utc)
-                started = time.thread_time_ns()
-                body = orjson.loads(data)
-                parsed = time.thread_time_ns()
-                decision = sync(body, settings, now)
-                decided = time.thread_time_ns()
-                orjson.dumps(decision.response)
-                dumped = time.thread_time_ns()
-                parse.append(parsed - started)
-                decide.append(decided - parsed)
-                dump.append(dumped - decided)
-            decide.sort()
-            figures[shape]["parse"].append(statistics.median(parse) / 1000)
-            figures[shape]["p50"].append(percentile(decide, 50) / 1000)
-            figures[shape]["p99"].append(percentile(decide, 99) / 1000)
-            figures[shape]["dumps"].append(statistics.median(dump) / 1000)
-    return {shape: {key: statistics.median(values) for key, values in columns.items()}
-            for shape, columns in figures.items()}
+        for name, tree in trees.items():
+            measured = subprocess.run(
+                [sys.executable, str(BENCH / "core_round.py"), str(GC_YOUNG_THRESHOLD), str(CORE_CALLS),
+                 *map(str, bodies.values())],
+                env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, capture_output=True, text=True, timeout=600,
+            )
+            if measured.returncode:
+                raise SystemExit(f"the core of {name} ({tree}) could not be measured:\n{measured.stderr[-2000:]}")
+            answer = json.loads(measured.stdout)
+            check_imported_from(tree, answer["hooks"])
+            for shape, shape_figures in zip(bodies, answer["shapes"]):
+                figures[name][shape].append(shape_figures)
+    return figures
+
+
+def check_imported_from(tree: Path, hooks_file: str) -> None:
+    """Stop unless ``hooks`` came from ``tree``: the editable install of this tree sits on
+    every path of this virtualenv, and measuring it twice would show no difference at all."""
+    if not Path(hooks_file).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"meant to measure the hooks package of {tree}, but {hooks_file} was imported")
 
 
 def profile_core(bodies: dict[str, Path]) -> None:
@@ -356,32 +348,70 @@ class RequestLines(threading.Thread):
                 self.count += 1
 
 
-def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str, dict[str, list[dict[str, int]]]],
-           sizes: dict[str, dict[int, list[float]]], cores: dict[str, dict[str, float]], rounds: int) -> None:
+def neighbour_ratios(numerators: list[float], denominators: list[float]) -> list[float]:
+    """Round by round, one figure over the other's from the same round, sorted: neighbouring
+    rounds saw about the same load from the rest of the machine, which a ratio of medians
+    taken over the whole run would not cancel."""
+    return sorted(numerator / denominator for numerator, denominator in zip(numerators, denominators, strict=True))
+
+
+def ratio_cell(ratios: list[float]) -> str:
+    """The median ratio in bold, the range of the rounds' ratios beside it."""
+    return f"**{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f})"
+
+
+def report_throughput(shapes: dict[str, Path], answers: dict[str, bytes],
+                      results: dict[str, dict[str, list[dict[str, int]]]], rounds: int) -> None:
     print(f"\nThroughput and latency, median of {rounds} alternating rounds (hook / bare):\n")
     print("| shape | in KB | out KB | hook req/s | bare req/s | ratio (range) | hook p50 / p99 ms | bare p50 / p99 ms "
           "| CPU µs/req hook / bare |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for shape, path in shapes.items():
         hook, bare = results[shape]["hook"], results[shape]["bare"]
-        ratios = sorted(h["rps"] / b["rps"] for h, b in zip(hook, bare))
+        ratios = neighbour_ratios([row["rps"] for row in hook], [row["rps"] for row in bare])
 
         def median(rows: list[dict[str, int]], key: str) -> float:
             return statistics.median(row[key] for row in rows)
 
         print(f"| {shape} | {path.stat().st_size / 1000:.1f} | {len(answers[shape]) / 1000:.1f} "
               f"| {median(hook, 'rps'):.0f} | {median(bare, 'rps'):.0f} "
-              f"| **{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f}) "
+              f"| {ratio_cell(ratios)} "
               f"| {median(hook, 'p50_us') / 1000:.2f} / {median(hook, 'p99_us') / 1000:.2f} "
               f"| {median(bare, 'p50_us') / 1000:.2f} / {median(bare, 'p99_us') / 1000:.2f} "
               f"| {median(hook, 'cpu_us'):.0f} / {median(bare, 'cpu_us'):.0f} |")
+
+
+def report_core(cores: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
+    """The core's table; with more than one tree each cell holds their figures in turn, and
+    a column per further tree quotes the first tree's decision p50 over that tree's."""
+    names = list(cores)
+    first, *others = names
+    compared = f" {' / '.join(names)}" if others else ""
     print(f"\nThe core alone (hooks.sync.sync, CPU µs per call; median over {CORE_ROUNDS} rounds of "
-          f"{CORE_CALLS} calls), with the JSON work around it:\n")
-    print("| shape | decision p50 | decision p99 | orjson parse p50 | orjson dumps p50 |")
-    print("|---|---:|---:|---:|---:|")
-    for shape, figures in cores.items():
-        print(f"| {shape} | {figures['p50']:.0f} | {figures['p99']:.0f} | {figures['parse']:.0f} "
-              f"| {figures['dumps']:.0f} |")
+          f"{CORE_CALLS} calls{', the trees in turn' if others else ''}), with the JSON work around it:\n")
+    columns = [f"decision p50{compared}", *(f"{first} / {other} p50 (range)" for other in others),
+               f"decision p99{compared}", f"orjson parse p50{compared}", f"orjson dumps p50{compared}"]
+    print(f"| shape | {' | '.join(columns)} |")
+    print(f"|---|{'---:|' * len(columns)}")
+    for shape in cores[first]:
+        errors = {name: next((row["error"] for row in cores[name][shape] if "error" in row), None) for name in names}
+
+        def figures(key: str) -> str:
+            return " / ".join("error" if errors[name] else f"{statistics.median(row[key] for row in cores[name][shape]):.0f}"
+                              for name in names)
+
+        def ratio(other: str) -> str:
+            failed = [f"{name}: {errors[name]}" for name in (first, other) if errors[name]]
+            if failed:
+                return "; ".join(failed)
+            return ratio_cell(neighbour_ratios([row["p50"] for row in cores[first][shape]],
+                                               [row["p50"] for row in cores[other][shape]]))
+
+        cells = [figures("p50"), *map(ratio, others), figures("p99"), figures("parse"), figures("dumps")]
+        print(f"| {shape} | {' | '.join(cells)} |")
+
+
+def report_memory(sizes: dict[str, dict[int, list[float]]]) -> None:
     print("\nResident memory per worker (MiB), the three shapes in turn:\n")
     print(f"| server | {' | '.join(f'after {step:,} requests' for step in MEMORY_STEPS)} | growth, last {MEMORY_STEPS[-1] - MEMORY_STEPS[-2]:,} |")
     print(f"|---|{'---:|' * (len(MEMORY_STEPS) + 1)}")
@@ -439,8 +469,10 @@ def main() -> None:
             server.stop()
     request_lines.join(timeout=30)
     lines = request_lines.count
-    cores = core(shapes, CORE_ROUNDS)
-    report(shapes, answers, results, sizes, cores, args.rounds)
+    cores = core({"hook": REPO}, shapes, CORE_ROUNDS)
+    report_throughput(shapes, answers, results, args.rounds)
+    report_core(cores)
+    report_memory(sizes)
     print(f"\nThe hook's /metrics counted {counted:,} hook requests and its log has {lines:,} request lines"
           f" ({'one per request' if counted == lines else 'MISMATCH'}).")
     shutil.rmtree(workdir, ignore_errors=True)
