@@ -1,6 +1,6 @@
 """Measure ``basemodel-hook serve`` against a bare Flask app, side by side in one run.
 
-    python bench/bench.py [--rounds 11] [--seconds 1] [--connections 4] [--workers 2]
+    python bench/bench.py [--rounds 11] [--seconds 1] [--connections 4] [--workers 2] [--baseline REV]
     python bench/bench.py --profile     # where the decision's time goes, per shape
 
 Both servers run under gunicorn on 127.0.0.1 with the same flags (sync workers): the
@@ -20,6 +20,21 @@ Then: the resident memory of each worker after 1,000, 10,000 and 20,000 requests
 must not grow), the core alone per shape (``hooks.sync.sync``, CPU µs per call, each
 round in a fresh process: ``bench/core_round.py``), and a check that the hook's
 ``/metrics`` and its log counted every request it answered, one line per request.
+
+``--baseline REV`` compares the hook with itself before a change, in the same run: REV (a
+git revision of this repository) is checked out into a temporary git worktree, removed
+again at the end however the bench ends, and its hook is measured beside this tree's. Its
+server, started as this tree's is but importing the worktree's ``hooks``, takes its turn
+in every round (hook, baseline, bare, hook, baseline, bare...), and its core is timed in
+processes of its own alternating with this tree's (hook, baseline, hook...). Measured
+apart, the two would see different loads from the rest of the machine and a change of
+load would pass for a change of code; in alternation neighbouring rounds see about the
+same load, so the tables quote the median of the ratios of neighbouring rounds: the
+hook's req/s over the baseline's (below 1: the refactor costs throughput) and the hook's
+decision p50 over the baseline's (above 1: it costs CPU per call). Last, both hooks'
+answers to each shape, parsed, are compared: a refactor changes none, a change of
+behaviour shows where. A shape the baseline answers with an error (it did not serve that
+request yet) is reported as such in the tables and not measured for the baseline.
 """
 
 from __future__ import annotations
@@ -39,10 +54,11 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator, Sequence
 
 import orjson
 
@@ -97,6 +113,16 @@ end
 """
 
 
+class Refused(SystemExit):
+    """A server's answer other than 200. Uncaught, as for this tree's hook, it ends the bench
+    with the status and the answer's start; a baseline's refusal of a request shape it did not
+    serve yet is caught, and reported in the tables instead."""
+
+    def __init__(self, server: str, status: int, answer: bytes) -> None:
+        super().__init__(f"{server} answered {status}: {answer[:300]!r}")
+        self.status, self.answer = status, answer
+
+
 @dataclass
 class Server:
     name: str
@@ -134,7 +160,7 @@ class Server:
         reply = connection.getresponse()
         answer = reply.read()
         if reply.status != 200:
-            raise SystemExit(f"{self.name} answered {reply.status}: {answer[:300]!r}")
+            raise Refused(self.name, reply.status, answer)
         return answer
 
     def stop(self) -> None:
@@ -148,10 +174,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(name: str, command: list[str], env: dict[str, str], stderr: Any) -> Server:
+def start(name: str, command: list[str], env: dict[str, str], stderr: Any, cwd: Path) -> Server:
     port = free_port()
     process = subprocess.Popen([*command, "--bind", f"127.0.0.1:{port}"], env={**os.environ, **env},
-                               stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO)
+                               stdout=subprocess.DEVNULL, stderr=stderr, cwd=cwd)
     server = Server(name, process, port)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -164,6 +190,52 @@ def start(name: str, command: list[str], env: dict[str, str], stderr: Any) -> Se
         time.sleep(0.2)
     process.kill()
     raise SystemExit(f"{name} did not start: {' '.join(command)}")
+
+
+def start_hook(name: str, tree: Path, workers: int, metrics: Path, stderr: Any) -> Server:
+    """``basemodel-hook serve`` of ``tree``'s ``hooks`` package, as a deployment starts it.
+
+    ``python -m`` puts its working directory first on sys.path and PYTHONPATH next, both the
+    tree, ahead of this virtualenv's editable install of the current tree; a ``python -c`` in
+    the same directory and environment confirms which ``hooks`` the server imports."""
+    env = {"PYTHONPATH": str(tree), "PROMETHEUS_MULTIPROC_DIR": str(metrics)}
+    probe = subprocess.run([sys.executable, "-c", "import hooks; print(hooks.__file__)"], env={**os.environ, **env},
+                           cwd=tree, capture_output=True, text=True, check=True, timeout=60)
+    check_imported_from(tree, probe.stdout.strip())
+    return start(name, [sys.executable, "-m", "hooks.cli", "serve", "--workers", str(workers)], env, stderr, tree)
+
+
+def git(*arguments: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@contextmanager
+def checked_out(revision: str) -> Iterator[Path]:
+    """``revision`` of this repository in a temporary git worktree, removed again however the
+    bench ends (an error, Ctrl-C): left behind, it would stay registered in the repository
+    (``git worktree list``) and keep a copy of the tree in the temporary directory."""
+    commit = git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").stdout.strip()
+    if not commit:
+        raise SystemExit(f"--baseline {revision}: not a revision of the repository at {REPO}")
+    parent = Path(tempfile.mkdtemp(prefix="basemodel-hook-baseline-"))
+    tree = parent / "tree"
+    try:
+        added = git("worktree", "add", "--detach", str(tree), commit)
+        if added.returncode:
+            raise SystemExit(f"--baseline {revision}: git worktree add failed: {added.stderr.strip()}")
+        print(f"baseline: {revision} = {describe(tree)}, checked out in {tree}", file=sys.stderr)
+        yield tree
+    finally:
+        # Twice forced: a worktree that Ctrl-C interrupted while git added it is still locked.
+        git("worktree", "remove", "--force", "--force", str(tree))
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def describe(tree: Path) -> str:
+    """The tree's commit as the table names it, and whether its files differ from it."""
+    commit = git("log", "-1", "--format=%h %s", cwd=tree).stdout.strip()
+    changed = git("status", "--porcelain", "--untracked-files=no", cwd=tree).stdout.strip()
+    return f"{commit}{' (with uncommitted changes)' if changed else ''}"
 
 
 class Wrk:
@@ -360,25 +432,36 @@ def ratio_cell(ratios: list[float]) -> str:
     return f"**{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f})"
 
 
-def report_throughput(shapes: dict[str, Path], answers: dict[str, bytes],
+def report_throughput(shapes: dict[str, Path], answers: dict[str, bytes], names: list[str],
                       results: dict[str, dict[str, list[dict[str, int]]]], rounds: int) -> None:
-    print(f"\nThroughput and latency, median of {rounds} alternating rounds (hook / bare):\n")
-    print("| shape | in KB | out KB | hook req/s | bare req/s | ratio (range) | hook p50 / p99 ms | bare p50 / p99 ms "
-          "| CPU µs/req hook / bare |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    """The servers' table, ``names`` in the order they took turns; the hook's rate is quoted
+    over each other server's. A server missing from a shape's results refused that shape."""
+    first, *others = names
+    ratios = ["ratio"] if len(others) == 1 else [f"{first} / {other}" for other in others]
+    print(f"\nThroughput and latency, median of {rounds} alternating rounds ({' / '.join(names)}):\n")
+    columns = ["in KB", "out KB", *(f"{name} req/s" for name in names), *(f"{ratio} (range)" for ratio in ratios),
+               *(f"{name} p50 / p99 ms" for name in names), f"CPU µs/req {' / '.join(names)}"]
+    print(f"| shape | {' | '.join(columns)} |")
+    print(f"|---|{'---:|' * len(columns)}")
     for shape, path in shapes.items():
-        hook, bare = results[shape]["hook"], results[shape]["bare"]
-        ratios = neighbour_ratios([row["rps"] for row in hook], [row["rps"] for row in bare])
+        rows = results[shape]
 
-        def median(rows: list[dict[str, int]], key: str) -> float:
-            return statistics.median(row[key] for row in rows)
+        def median(name: str, key: str) -> float:
+            return statistics.median(row[key] for row in rows[name])
 
-        print(f"| {shape} | {path.stat().st_size / 1000:.1f} | {len(answers[shape]) / 1000:.1f} "
-              f"| {median(hook, 'rps'):.0f} | {median(bare, 'rps'):.0f} "
-              f"| {ratio_cell(ratios)} "
-              f"| {median(hook, 'p50_us') / 1000:.2f} / {median(hook, 'p99_us') / 1000:.2f} "
-              f"| {median(bare, 'p50_us') / 1000:.2f} / {median(bare, 'p99_us') / 1000:.2f} "
-              f"| {median(hook, 'cpu_us'):.0f} / {median(bare, 'cpu_us'):.0f} |")
+        def each(cell: Callable[[str], str]) -> list[str]:
+            return [cell(name) if name in rows else "refused" for name in names]
+
+        def ratio(other: str) -> str:
+            if other not in rows:
+                return "—"
+            return ratio_cell(neighbour_ratios([row["rps"] for row in rows[first]], [row["rps"] for row in rows[other]]))
+
+        cells = [f"{path.stat().st_size / 1000:.1f}", f"{len(answers[shape]) / 1000:.1f}",
+                 *each(lambda name: f"{median(name, 'rps'):.0f}"), *map(ratio, others),
+                 *each(lambda name: f"{median(name, 'p50_us') / 1000:.2f} / {median(name, 'p99_us') / 1000:.2f}"),
+                 " / ".join(each(lambda name: f"{median(name, 'cpu_us'):.0f}"))]
+        print(f"| {shape} | {' | '.join(cells)} |")
 
 
 def report_core(cores: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
@@ -421,7 +504,42 @@ def report_memory(sizes: dict[str, dict[int, list[float]]]) -> None:
         print(f"| {name} | {' | '.join(cells)} | {growth:+.1f} |")
 
 
-def main() -> None:
+ABSENT = object()
+
+
+def differences(current: Any, baseline: Any, where: str = "") -> list[str]:
+    """Where two parsed JSON answers differ, as paths such as ``status.conditions[1].reason``:
+    a refactor changes none, and a change of behaviour is easier to judge when it is named."""
+    if isinstance(current, dict) and isinstance(baseline, dict):
+        return [path for key in sorted(current.keys() | baseline.keys())
+                for path in differences(current.get(key, ABSENT), baseline.get(key, ABSENT),
+                                        f"{where}.{key}" if where else key)]
+    if isinstance(current, list) and isinstance(baseline, list) and len(current) == len(baseline):
+        return [path for index, (mine, theirs) in enumerate(zip(current, baseline))
+                for path in differences(mine, theirs, f"{where}[{index}]")]
+    return [] if current == baseline else [where or "the whole answer"]
+
+
+def compared_answer(answer: bytes, theirs: bytes | Refused) -> str:
+    """One cell of the answers' table: identical, where they differ, or what the other refused."""
+    if isinstance(theirs, Refused):
+        return f"not compared: answered {theirs.status}, {theirs.answer[:160].decode(errors='replace')}"
+    changed = differences(orjson.loads(answer), orjson.loads(theirs))
+    if not changed:
+        return "identical"
+    return f"**differ** at {', '.join(changed[:3])}{f' and {len(changed) - 3} more' if len(changed) > 3 else ''}"
+
+
+def report_answers(answers: dict[str, bytes], compared: dict[str, dict[str, bytes | Refused]]) -> None:
+    for name, theirs in compared.items():
+        print(f"\nThe answers of hook and {name} to each shape, parsed (a refactor changes none):\n")
+        print(f"| shape | hook against {name} |")
+        print("|---|---|")
+        for shape, answer in answers.items():
+            print(f"| {shape} | {compared_answer(answer, theirs[shape])} |")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=11, help="measured rounds per server and shape")
     parser.add_argument("--seconds", type=int, default=1, help="length of one round, whole seconds")
@@ -429,55 +547,87 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers of each server")
     parser.add_argument("--profile", action="store_true",
                         help="only profile the core per shape (pyinstrument), no servers")
-    args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also measure the hook of this git revision, in turn with this tree's")
+    args = parser.parse_args(argv)
     if args.profile:
+        if args.baseline is not None:
+            parser.error("--profile profiles this tree's core only; leave out --baseline")
+        workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
         profile_core(compact_bodies(workdir))
         shutil.rmtree(workdir, ignore_errors=True)
         return
+    with ExitStack() as worktrees:
+        trees = {"hook": REPO}
+        if args.baseline is not None:
+            trees["baseline"] = worktrees.enter_context(checked_out(args.baseline))
+        measure(args, trees)
+
+
+def measure(args: argparse.Namespace, trees: dict[str, Path]) -> None:
+    """Everything but the profile: the trees' hooks (this tree's first) and the bare app
+    under load in turn, then each tree's core, then the tables."""
+    workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
     if shutil.which("wrk"):
         load: Wrk | PythonLoad = Wrk(workdir, args.connections)
     else:
         print("wrk not found (Debian/Ubuntu: apt-get install -y wrk); falling back to a Python load generator, "
-              "whose own CPU use lowers both servers' figures alike.", file=sys.stderr)
+              "whose own CPU use lowers the servers' figures alike.", file=sys.stderr)
         load = PythonLoad(workdir, args.connections)
     shapes = compact_bodies(workdir)
-    workers = ["--workers", str(args.workers)]
     servers: list[Server] = []
     try:
-        servers.append(start("hook", [sys.executable, "-m", "hooks.cli", "serve", *workers],
-                             {"PYTHONPATH": str(REPO), "PROMETHEUS_MULTIPROC_DIR": str(workdir / "metrics")},
-                             subprocess.PIPE))
-        request_lines = RequestLines(servers[0].process.stderr)
+        # Only this tree's hook logs to a pipe: its request lines are counted against /metrics.
+        for name, tree in trees.items():
+            servers.append(start_hook(name, tree, args.workers, workdir / f"metrics-{name}",
+                                      subprocess.PIPE if tree == REPO else subprocess.DEVNULL))
+        hook, *baselines = servers
+        request_lines = RequestLines(hook.process.stderr)
         request_lines.start()
-        answers = {shape: servers[0].post("/sync", path.read_bytes()) for shape, path in shapes.items()}
+        answers = {shape: hook.post("/sync", path.read_bytes()) for shape, path in shapes.items()}
+        compared = {baseline.name: {shape: answer_or_refusal(baseline, path) for shape, path in shapes.items()}
+                    for baseline in baselines}
         (workdir / "canned.json").write_bytes(orjson.dumps({str(path.stat().st_size): answers[shape].decode()
                                                             for shape, path in shapes.items()}))
-        servers.append(start("bare", [sys.executable, "-m", "gunicorn", *GUNICORN_FLAGS, *workers,
-                                      "--pythonpath", str(REPO / "bench"), "bare_app:create_app()"],
-                             {"BENCH_CANNED_ANSWERS": str(workdir / "canned.json")}, subprocess.DEVNULL))
+        servers.append(start("bare", [sys.executable, "-m", "gunicorn", *GUNICORN_FLAGS, "--workers", str(args.workers),
+                                      "--pythonpath", str(BENCH), "bare_app:create_app()"],
+                             {"BENCH_CANNED_ANSWERS": str(workdir / "canned.json")}, subprocess.DEVNULL, REPO))
         print(f"load: {type(load).__name__}, {args.connections} connections; {args.workers} sync workers each",
               file=sys.stderr)
         sizes = memory(load, servers, list(shapes.values()))
+        refused = {(name, shape) for name, theirs in compared.items() for shape, answer in theirs.items()
+                   if isinstance(answer, Refused)}
         results = {}
         for shape, path in shapes.items():
             print(f"measuring: {shape}", file=sys.stderr)
-            results[shape] = throughput(load, servers, path, args.rounds, args.seconds)
-        counted = hook_requests_counted(servers[0])
+            served = [server for server in servers if (server.name, shape) not in refused]
+            results[shape] = throughput(load, served, path, args.rounds, args.seconds)
+        counted = hook_requests_counted(hook)
     finally:
         for server in servers:
             server.stop()
     request_lines.join(timeout=30)
     lines = request_lines.count
-    cores = core({"hook": REPO}, shapes, CORE_ROUNDS)
-    report_throughput(shapes, answers, results, args.rounds)
+    cores = core(trees, shapes, CORE_ROUNDS)
+    if baselines:
+        print("\n" + "; ".join(f"{name}: {describe(tree)}" for name, tree in trees.items()))
+    report_throughput(shapes, answers, [server.name for server in servers], results, args.rounds)
     report_core(cores)
     report_memory(sizes)
+    report_answers(answers, compared)
     print(f"\nThe hook's /metrics counted {counted:,} hook requests and its log has {lines:,} request lines"
           f" ({'one per request' if counted == lines else 'MISMATCH'}).")
     shutil.rmtree(workdir, ignore_errors=True)
     if counted != lines:
         raise SystemExit(1)
+
+
+def answer_or_refusal(server: Server, body: Path) -> bytes | Refused:
+    """A baseline's answer to a shape; an older revision may not serve every shape yet."""
+    try:
+        return server.post("/sync", body.read_bytes())
+    except Refused as refusal:
+        return refusal
 
 
 if __name__ == "__main__":
