@@ -1,6 +1,6 @@
 """Measure ``basemodel-hook serve`` against a bare Flask app, side by side in one run.
 
-    python bench/bench.py [--rounds 11] [--seconds 1] [--connections 4] [--workers 2]
+    python bench/bench.py [--rounds 11] [--seconds 1] [--connections 4] [--workers 2] [--baseline REV]
     python bench/bench.py --profile     # where the decision's time goes, per shape
 
 Both servers run under gunicorn on 127.0.0.1 with the same flags (sync workers): the
@@ -17,9 +17,24 @@ so the table quotes medians over rounds, and the ratio is the median of the rati
 neighbouring rounds. Beside them, each server's CPU time per request (master and
 workers, from /proc), which moves less than throughput when others load the machine.
 Then: the resident memory of each worker after 1,000, 10,000 and 20,000 requests (it
-must not grow), the core alone per shape (``hooks.sync.sync`` in this process, CPU µs
-per call), and a check that the hook's ``/metrics`` and its log counted every request it
-answered, one line per request.
+must not grow), the core alone per shape (``hooks.sync.sync``, CPU µs per call, each
+round in a fresh process: ``bench/core_round.py``), and a check that the hook's
+``/metrics`` and its log counted every request it answered, one line per request.
+
+``--baseline REV`` compares the hook with itself before a change, in the same run: REV (a
+git revision of this repository) is checked out into a temporary git worktree, removed
+again at the end however the bench ends, and its hook is measured beside this tree's. Its
+server, started as this tree's is but importing the worktree's ``hooks``, takes its turn
+in every round (hook, baseline, bare, hook, baseline, bare...), and its core is timed in
+processes of its own alternating with this tree's (hook, baseline, hook...). Measured
+apart, the two would see different loads from the rest of the machine and a change of
+load would pass for a change of code; in alternation neighbouring rounds see about the
+same load, so the tables quote the median of the ratios of neighbouring rounds: the
+hook's req/s over the baseline's (below 1: the refactor costs throughput) and the hook's
+decision p50 over the baseline's (above 1: it costs CPU per call). Last, both hooks'
+answers to each shape, parsed, are compared: a refactor changes none, a change of
+behaviour shows where. A shape the baseline answers with an error (it did not serve that
+request yet) is reported as such in the tables and not measured for the baseline.
 """
 
 from __future__ import annotations
@@ -39,16 +54,20 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator, Sequence
 
 import orjson
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+# This tree's hooks, and core_round beside this file also when the bench is imported by path.
+sys.path[:0] = [str(REPO), str(BENCH)]
 
+from core_round import percentile  # noqa: E402
 from hooks.cli import GC_YOUNG_THRESHOLD  # noqa: E402
 from hooks.settings import Settings  # noqa: E402
 from hooks.sync import sync  # noqa: E402
@@ -94,6 +113,16 @@ end
 """
 
 
+class Refused(SystemExit):
+    """A server's answer other than 200. Uncaught, as for this tree's hook, it ends the bench
+    with the status and the answer's start; a baseline's refusal of a request shape it did not
+    serve yet is caught, and reported in the tables instead."""
+
+    def __init__(self, server: str, status: int, answer: bytes) -> None:
+        super().__init__(f"{server} answered {status}: {answer[:300]!r}")
+        self.status, self.answer = status, answer
+
+
 @dataclass
 class Server:
     name: str
@@ -131,7 +160,7 @@ class Server:
         reply = connection.getresponse()
         answer = reply.read()
         if reply.status != 200:
-            raise SystemExit(f"{self.name} answered {reply.status}: {answer[:300]!r}")
+            raise Refused(self.name, reply.status, answer)
         return answer
 
     def stop(self) -> None:
@@ -145,10 +174,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start(name: str, command: list[str], env: dict[str, str], stderr: Any) -> Server:
+def start(name: str, command: list[str], env: dict[str, str], stderr: Any, cwd: Path) -> Server:
     port = free_port()
     process = subprocess.Popen([*command, "--bind", f"127.0.0.1:{port}"], env={**os.environ, **env},
-                               stdout=subprocess.DEVNULL, stderr=stderr, cwd=REPO)
+                               stdout=subprocess.DEVNULL, stderr=stderr, cwd=cwd)
     server = Server(name, process, port)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -161,6 +190,52 @@ def start(name: str, command: list[str], env: dict[str, str], stderr: Any) -> Se
         time.sleep(0.2)
     process.kill()
     raise SystemExit(f"{name} did not start: {' '.join(command)}")
+
+
+def start_hook(name: str, tree: Path, workers: int, metrics: Path, stderr: Any) -> Server:
+    """``basemodel-hook serve`` of ``tree``'s ``hooks`` package, as a deployment starts it.
+
+    ``python -m`` puts its working directory first on sys.path and PYTHONPATH next, both the
+    tree, ahead of this virtualenv's editable install of the current tree; a ``python -c`` in
+    the same directory and environment confirms which ``hooks`` the server imports."""
+    env = {"PYTHONPATH": str(tree), "PROMETHEUS_MULTIPROC_DIR": str(metrics)}
+    probe = subprocess.run([sys.executable, "-c", "import hooks; print(hooks.__file__)"], env={**os.environ, **env},
+                           cwd=tree, capture_output=True, text=True, check=True, timeout=60)
+    check_imported_from(tree, probe.stdout.strip())
+    return start(name, [sys.executable, "-m", "hooks.cli", "serve", "--workers", str(workers)], env, stderr, tree)
+
+
+def git(*arguments: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@contextmanager
+def checked_out(revision: str) -> Iterator[Path]:
+    """``revision`` of this repository in a temporary git worktree, removed again however the
+    bench ends (an error, Ctrl-C): left behind, it would stay registered in the repository
+    (``git worktree list``) and keep a copy of the tree in the temporary directory."""
+    commit = git("rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").stdout.strip()
+    if not commit:
+        raise SystemExit(f"--baseline {revision}: not a revision of the repository at {REPO}")
+    parent = Path(tempfile.mkdtemp(prefix="basemodel-hook-baseline-"))
+    tree = parent / "tree"
+    try:
+        added = git("worktree", "add", "--detach", str(tree), commit)
+        if added.returncode:
+            raise SystemExit(f"--baseline {revision}: git worktree add failed: {added.stderr.strip()}")
+        print(f"baseline: {revision} = {describe(tree)}, checked out in {tree}", file=sys.stderr)
+        yield tree
+    finally:
+        # Twice forced: a worktree that Ctrl-C interrupted while git added it is still locked.
+        git("worktree", "remove", "--force", "--force", str(tree))
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+def describe(tree: Path) -> str:
+    """The tree's commit as the table names it, and whether its files differ from it."""
+    commit = git("log", "-1", "--format=%h %s", cwd=tree).stdout.strip()
+    changed = git("status", "--porcelain", "--untracked-files=no", cwd=tree).stdout.strip()
+    return f"{commit}{' (with uncommitted changes)' if changed else ''}"
 
 
 class Wrk:
@@ -221,10 +296,6 @@ def _client_loop(job: tuple[int, list[bytes], float]) -> tuple[list[float], int]
     return latencies, errors
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q / 100))] if ordered else 0.0
-
-
 def compact_bodies(workdir: Path) -> dict[str, Path]:
     """Each shape's request as Metacontroller sends it: compact JSON, no indentation."""
     paths = {}
@@ -279,41 +350,34 @@ def memory(load: Wrk | PythonLoad, servers: list[Server], bodies: list[Path]) ->
     return sizes
 
 
-def core(bodies: dict[str, Path], rounds: int) -> dict[str, dict[str, float]]:
-    """The decision alone, as a worker runs it (same garbage-collector settings), per shape.
+def core(trees: dict[str, Path], bodies: dict[str, Path], rounds: int) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """The decision alone, as a worker runs it, per tree and shape: every round's figures.
 
-    Each call gets a freshly parsed body, as a request would; parse and serialization are
-    timed apart so the table shows what the shell's JSON costs beside the decision. The
-    times are this thread's CPU time: on a shared machine, wall-clock percentiles mostly
-    measure how long the scheduler gave the CPU to someone else."""
-    settings = Settings()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD)
-    figures: dict[str, dict[str, list[float]]] = {shape: {"parse": [], "p50": [], "p99": [], "dumps": []}
-                                                  for shape in bodies}
+    Each round is a process of its own per tree (``core_round.py``), the trees in turn, so
+    that each imports its own ``hooks`` and all see the same machine load; every tree gets
+    this tree's garbage-collector settings, so that only their code differs."""
+    figures: dict[str, dict[str, list[dict[str, Any]]]] = {name: {shape: [] for shape in bodies} for name in trees}
     for _ in range(rounds):
-        for shape, path in bodies.items():
-            data = path.read_bytes()
-            parse, decide, dump = [], [], []
-            for _ in range(CORE_CALLS):
-                now = datetime.now(timezone.utc)
-                started = time.thread_time_ns()
-                body = orjson.loads(data)
-                parsed = time.thread_time_ns()
-                decision = sync(body, settings, now)
-                decided = time.thread_time_ns()
-                orjson.dumps(decision.response)
-                dumped = time.thread_time_ns()
-                parse.append(parsed - started)
-                decide.append(decided - parsed)
-                dump.append(dumped - decided)
-            decide.sort()
-            figures[shape]["parse"].append(statistics.median(parse) / 1000)
-            figures[shape]["p50"].append(percentile(decide, 50) / 1000)
-            figures[shape]["p99"].append(percentile(decide, 99) / 1000)
-            figures[shape]["dumps"].append(statistics.median(dump) / 1000)
-    return {shape: {key: statistics.median(values) for key, values in columns.items()}
-            for shape, columns in figures.items()}
+        for name, tree in trees.items():
+            measured = subprocess.run(
+                [sys.executable, str(BENCH / "core_round.py"), str(GC_YOUNG_THRESHOLD), str(CORE_CALLS),
+                 *map(str, bodies.values())],
+                env={**os.environ, "PYTHONPATH": str(tree)}, cwd=tree, capture_output=True, text=True, timeout=600,
+            )
+            if measured.returncode:
+                raise SystemExit(f"the core of {name} ({tree}) could not be measured:\n{measured.stderr[-2000:]}")
+            answer = json.loads(measured.stdout)
+            check_imported_from(tree, answer["hooks"])
+            for shape, shape_figures in zip(bodies, answer["shapes"]):
+                figures[name][shape].append(shape_figures)
+    return figures
+
+
+def check_imported_from(tree: Path, hooks_file: str) -> None:
+    """Stop unless ``hooks`` came from ``tree``: the editable install of this tree sits on
+    every path of this virtualenv, and measuring it twice would show no difference at all."""
+    if not Path(hooks_file).resolve().is_relative_to(tree.resolve()):
+        raise SystemExit(f"meant to measure the hooks package of {tree}, but {hooks_file} was imported")
 
 
 def profile_core(bodies: dict[str, Path]) -> None:
@@ -356,32 +420,81 @@ class RequestLines(threading.Thread):
                 self.count += 1
 
 
-def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str, dict[str, list[dict[str, int]]]],
-           sizes: dict[str, dict[int, list[float]]], cores: dict[str, dict[str, float]], rounds: int) -> None:
-    print(f"\nThroughput and latency, median of {rounds} alternating rounds (hook / bare):\n")
-    print("| shape | in KB | out KB | hook req/s | bare req/s | ratio (range) | hook p50 / p99 ms | bare p50 / p99 ms "
-          "| CPU µs/req hook / bare |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+def neighbour_ratios(numerators: list[float], denominators: list[float]) -> list[float]:
+    """Round by round, one figure over the other's from the same round, sorted: neighbouring
+    rounds saw about the same load from the rest of the machine, which a ratio of medians
+    taken over the whole run would not cancel."""
+    return sorted(numerator / denominator for numerator, denominator in zip(numerators, denominators, strict=True))
+
+
+def ratio_cell(ratios: list[float]) -> str:
+    """The median ratio in bold, the range of the rounds' ratios beside it."""
+    return f"**{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f})"
+
+
+def report_throughput(shapes: dict[str, Path], answers: dict[str, bytes], names: list[str],
+                      results: dict[str, dict[str, list[dict[str, int]]]], rounds: int) -> None:
+    """The servers' table, ``names`` in the order they took turns; the hook's rate is quoted
+    over each other server's. A server missing from a shape's results refused that shape."""
+    first, *others = names
+    ratios = ["ratio"] if len(others) == 1 else [f"{first} / {other}" for other in others]
+    print(f"\nThroughput and latency, median of {rounds} alternating rounds ({' / '.join(names)}):\n")
+    columns = ["in KB", "out KB", *(f"{name} req/s" for name in names), *(f"{ratio} (range)" for ratio in ratios),
+               *(f"{name} p50 / p99 ms" for name in names), f"CPU µs/req {' / '.join(names)}"]
+    print(f"| shape | {' | '.join(columns)} |")
+    print(f"|---|{'---:|' * len(columns)}")
     for shape, path in shapes.items():
-        hook, bare = results[shape]["hook"], results[shape]["bare"]
-        ratios = sorted(h["rps"] / b["rps"] for h, b in zip(hook, bare))
+        rows = results[shape]
 
-        def median(rows: list[dict[str, int]], key: str) -> float:
-            return statistics.median(row[key] for row in rows)
+        def median(name: str, key: str) -> float:
+            return statistics.median(row[key] for row in rows[name])
 
-        print(f"| {shape} | {path.stat().st_size / 1000:.1f} | {len(answers[shape]) / 1000:.1f} "
-              f"| {median(hook, 'rps'):.0f} | {median(bare, 'rps'):.0f} "
-              f"| **{statistics.median(ratios):.2f}×** ({ratios[0]:.2f}–{ratios[-1]:.2f}) "
-              f"| {median(hook, 'p50_us') / 1000:.2f} / {median(hook, 'p99_us') / 1000:.2f} "
-              f"| {median(bare, 'p50_us') / 1000:.2f} / {median(bare, 'p99_us') / 1000:.2f} "
-              f"| {median(hook, 'cpu_us'):.0f} / {median(bare, 'cpu_us'):.0f} |")
+        def each(cell: Callable[[str], str]) -> list[str]:
+            return [cell(name) if name in rows else "refused" for name in names]
+
+        def ratio(other: str) -> str:
+            if other not in rows:
+                return "—"
+            return ratio_cell(neighbour_ratios([row["rps"] for row in rows[first]], [row["rps"] for row in rows[other]]))
+
+        cells = [f"{path.stat().st_size / 1000:.1f}", f"{len(answers[shape]) / 1000:.1f}",
+                 *each(lambda name: f"{median(name, 'rps'):.0f}"), *map(ratio, others),
+                 *each(lambda name: f"{median(name, 'p50_us') / 1000:.2f} / {median(name, 'p99_us') / 1000:.2f}"),
+                 " / ".join(each(lambda name: f"{median(name, 'cpu_us'):.0f}"))]
+        print(f"| {shape} | {' | '.join(cells)} |")
+
+
+def report_core(cores: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
+    """The core's table; with more than one tree each cell holds their figures in turn, and
+    a column per further tree quotes the first tree's decision p50 over that tree's."""
+    names = list(cores)
+    first, *others = names
+    compared = f" {' / '.join(names)}" if others else ""
     print(f"\nThe core alone (hooks.sync.sync, CPU µs per call; median over {CORE_ROUNDS} rounds of "
-          f"{CORE_CALLS} calls), with the JSON work around it:\n")
-    print("| shape | decision p50 | decision p99 | orjson parse p50 | orjson dumps p50 |")
-    print("|---|---:|---:|---:|---:|")
-    for shape, figures in cores.items():
-        print(f"| {shape} | {figures['p50']:.0f} | {figures['p99']:.0f} | {figures['parse']:.0f} "
-              f"| {figures['dumps']:.0f} |")
+          f"{CORE_CALLS} calls{', the trees in turn' if others else ''}), with the JSON work around it:\n")
+    columns = [f"decision p50{compared}", *(f"{first} / {other} p50 (range)" for other in others),
+               f"decision p99{compared}", f"orjson parse p50{compared}", f"orjson dumps p50{compared}"]
+    print(f"| shape | {' | '.join(columns)} |")
+    print(f"|---|{'---:|' * len(columns)}")
+    for shape in cores[first]:
+        errors = {name: next((row["error"] for row in cores[name][shape] if "error" in row), None) for name in names}
+
+        def figures(key: str) -> str:
+            return " / ".join("error" if errors[name] else f"{statistics.median(row[key] for row in cores[name][shape]):.0f}"
+                              for name in names)
+
+        def ratio(other: str) -> str:
+            failed = [f"{name}: {errors[name]}" for name in (first, other) if errors[name]]
+            if failed:
+                return "; ".join(failed)
+            return ratio_cell(neighbour_ratios([row["p50"] for row in cores[first][shape]],
+                                               [row["p50"] for row in cores[other][shape]]))
+
+        cells = [figures("p50"), *map(ratio, others), figures("p99"), figures("parse"), figures("dumps")]
+        print(f"| {shape} | {' | '.join(cells)} |")
+
+
+def report_memory(sizes: dict[str, dict[int, list[float]]]) -> None:
     print("\nResident memory per worker (MiB), the three shapes in turn:\n")
     print(f"| server | {' | '.join(f'after {step:,} requests' for step in MEMORY_STEPS)} | growth, last {MEMORY_STEPS[-1] - MEMORY_STEPS[-2]:,} |")
     print(f"|---|{'---:|' * (len(MEMORY_STEPS) + 1)}")
@@ -391,7 +504,42 @@ def report(shapes: dict[str, Path], answers: dict[str, bytes], results: dict[str
         print(f"| {name} | {' | '.join(cells)} | {growth:+.1f} |")
 
 
-def main() -> None:
+ABSENT = object()
+
+
+def differences(current: Any, baseline: Any, where: str = "") -> list[str]:
+    """Where two parsed JSON answers differ, as paths such as ``status.conditions[1].reason``:
+    a refactor changes none, and a change of behaviour is easier to judge when it is named."""
+    if isinstance(current, dict) and isinstance(baseline, dict):
+        return [path for key in sorted(current.keys() | baseline.keys())
+                for path in differences(current.get(key, ABSENT), baseline.get(key, ABSENT),
+                                        f"{where}.{key}" if where else key)]
+    if isinstance(current, list) and isinstance(baseline, list) and len(current) == len(baseline):
+        return [path for index, (mine, theirs) in enumerate(zip(current, baseline))
+                for path in differences(mine, theirs, f"{where}[{index}]")]
+    return [] if current == baseline else [where or "the whole answer"]
+
+
+def compared_answer(answer: bytes, theirs: bytes | Refused) -> str:
+    """One cell of the answers' table: identical, where they differ, or what the other refused."""
+    if isinstance(theirs, Refused):
+        return f"not compared: answered {theirs.status}, {theirs.answer[:160].decode(errors='replace')}"
+    changed = differences(orjson.loads(answer), orjson.loads(theirs))
+    if not changed:
+        return "identical"
+    return f"**differ** at {', '.join(changed[:3])}{f' and {len(changed) - 3} more' if len(changed) > 3 else ''}"
+
+
+def report_answers(answers: dict[str, bytes], compared: dict[str, dict[str, bytes | Refused]]) -> None:
+    for name, theirs in compared.items():
+        print(f"\nThe answers of hook and {name} to each shape, parsed (a refactor changes none):\n")
+        print(f"| shape | hook against {name} |")
+        print("|---|---|")
+        for shape, answer in answers.items():
+            print(f"| {shape} | {compared_answer(answer, theirs[shape])} |")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=11, help="measured rounds per server and shape")
     parser.add_argument("--seconds", type=int, default=1, help="length of one round, whole seconds")
@@ -399,53 +547,87 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers of each server")
     parser.add_argument("--profile", action="store_true",
                         help="only profile the core per shape (pyinstrument), no servers")
-    args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
+    parser.add_argument("--baseline", metavar="REV",
+                        help="also measure the hook of this git revision, in turn with this tree's")
+    args = parser.parse_args(argv)
     if args.profile:
+        if args.baseline is not None:
+            parser.error("--profile profiles this tree's core only; leave out --baseline")
+        workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
         profile_core(compact_bodies(workdir))
         shutil.rmtree(workdir, ignore_errors=True)
         return
+    with ExitStack() as worktrees:
+        trees = {"hook": REPO}
+        if args.baseline is not None:
+            trees["baseline"] = worktrees.enter_context(checked_out(args.baseline))
+        measure(args, trees)
+
+
+def measure(args: argparse.Namespace, trees: dict[str, Path]) -> None:
+    """Everything but the profile: the trees' hooks (this tree's first) and the bare app
+    under load in turn, then each tree's core, then the tables."""
+    workdir = Path(tempfile.mkdtemp(prefix="basemodel-hook-bench-"))
     if shutil.which("wrk"):
         load: Wrk | PythonLoad = Wrk(workdir, args.connections)
     else:
         print("wrk not found (Debian/Ubuntu: apt-get install -y wrk); falling back to a Python load generator, "
-              "whose own CPU use lowers both servers' figures alike.", file=sys.stderr)
+              "whose own CPU use lowers the servers' figures alike.", file=sys.stderr)
         load = PythonLoad(workdir, args.connections)
     shapes = compact_bodies(workdir)
-    workers = ["--workers", str(args.workers)]
     servers: list[Server] = []
     try:
-        servers.append(start("hook", [sys.executable, "-m", "hooks.cli", "serve", *workers],
-                             {"PYTHONPATH": str(REPO), "PROMETHEUS_MULTIPROC_DIR": str(workdir / "metrics")},
-                             subprocess.PIPE))
-        request_lines = RequestLines(servers[0].process.stderr)
+        # Only this tree's hook logs to a pipe: its request lines are counted against /metrics.
+        for name, tree in trees.items():
+            servers.append(start_hook(name, tree, args.workers, workdir / f"metrics-{name}",
+                                      subprocess.PIPE if tree == REPO else subprocess.DEVNULL))
+        hook, *baselines = servers
+        request_lines = RequestLines(hook.process.stderr)
         request_lines.start()
-        answers = {shape: servers[0].post("/sync", path.read_bytes()) for shape, path in shapes.items()}
+        answers = {shape: hook.post("/sync", path.read_bytes()) for shape, path in shapes.items()}
+        compared = {baseline.name: {shape: answer_or_refusal(baseline, path) for shape, path in shapes.items()}
+                    for baseline in baselines}
         (workdir / "canned.json").write_bytes(orjson.dumps({str(path.stat().st_size): answers[shape].decode()
                                                             for shape, path in shapes.items()}))
-        servers.append(start("bare", [sys.executable, "-m", "gunicorn", *GUNICORN_FLAGS, *workers,
-                                      "--pythonpath", str(REPO / "bench"), "bare_app:create_app()"],
-                             {"BENCH_CANNED_ANSWERS": str(workdir / "canned.json")}, subprocess.DEVNULL))
+        servers.append(start("bare", [sys.executable, "-m", "gunicorn", *GUNICORN_FLAGS, "--workers", str(args.workers),
+                                      "--pythonpath", str(BENCH), "bare_app:create_app()"],
+                             {"BENCH_CANNED_ANSWERS": str(workdir / "canned.json")}, subprocess.DEVNULL, REPO))
         print(f"load: {type(load).__name__}, {args.connections} connections; {args.workers} sync workers each",
               file=sys.stderr)
         sizes = memory(load, servers, list(shapes.values()))
+        refused = {(name, shape) for name, theirs in compared.items() for shape, answer in theirs.items()
+                   if isinstance(answer, Refused)}
         results = {}
         for shape, path in shapes.items():
             print(f"measuring: {shape}", file=sys.stderr)
-            results[shape] = throughput(load, servers, path, args.rounds, args.seconds)
-        counted = hook_requests_counted(servers[0])
+            served = [server for server in servers if (server.name, shape) not in refused]
+            results[shape] = throughput(load, served, path, args.rounds, args.seconds)
+        counted = hook_requests_counted(hook)
     finally:
         for server in servers:
             server.stop()
     request_lines.join(timeout=30)
     lines = request_lines.count
-    cores = core(shapes, CORE_ROUNDS)
-    report(shapes, answers, results, sizes, cores, args.rounds)
+    cores = core(trees, shapes, CORE_ROUNDS)
+    if baselines:
+        print("\n" + "; ".join(f"{name}: {describe(tree)}" for name, tree in trees.items()))
+    report_throughput(shapes, answers, [server.name for server in servers], results, args.rounds)
+    report_core(cores)
+    report_memory(sizes)
+    report_answers(answers, compared)
     print(f"\nThe hook's /metrics counted {counted:,} hook requests and its log has {lines:,} request lines"
           f" ({'one per request' if counted == lines else 'MISMATCH'}).")
     shutil.rmtree(workdir, ignore_errors=True)
     if counted != lines:
         raise SystemExit(1)
+
+
+def answer_or_refusal(server: Server, body: Path) -> bytes | Refused:
+    """A baseline's answer to a shape; an older revision may not serve every shape yet."""
+    try:
+        return server.post("/sync", body.read_bytes())
+    except Refused as refusal:
+        return refusal
 
 
 if __name__ == "__main__":
