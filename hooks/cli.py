@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from hooks import __version__
 from hooks.settings import ConfigError, Settings
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -37,6 +38,7 @@ def default_workers() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script; exit status 2 and one line on stderr for anything misconfigured."""
     parser = argparse.ArgumentParser(prog="basemodel-hook", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="serve the hooks with gunicorn")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from hooks import __version__
 from tests import golden
 from tests.live_server import free_port, running
 
@@ -166,6 +167,11 @@ def serve_refusal(args: list[str], env: dict[str, str]) -> str:
 )
 def test_bad_configuration_stops_serve_naming_what_was_given(args: list[str], env: dict[str, str], named: str) -> None:
     assert named in serve_refusal(args, env)
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    result = subprocess.run([str(SCRIPT), "--version"], capture_output=True, text=True, timeout=20)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"basemodel-hook {__version__}\n", "")
 
 
 @pytest.mark.parametrize("hook", golden.HOOKS)
