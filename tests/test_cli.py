@@ -183,6 +183,13 @@ def test_version_flag_prints_the_package_version() -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, f"basemodel-hook {__version__}\n", "")
 
 
+def test_serve_with_an_image_the_kubelet_would_refuse_stops_with_one_line_naming_it() -> None:
+    assert serve_refusal([], {"OME_AGENT_IMAGE": "ghcr.io/Foo/Bar:v1"}) == (
+        "basemodel-hook: OME_AGENT_IMAGE='ghcr.io/Foo/Bar:v1' is not an image reference: repository path must be "
+        "lowercase; expected [registry[:port]/]path[:tag][@sha256:digest], such as ghcr.io/moirai-internal/ome-agent:v0.1.5\n"
+    )
+
+
 def test_serve_on_an_address_in_use_says_so_in_one_line_and_exits_with_its_own_status(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
     with taken_port() as port:
