@@ -1,7 +1,10 @@
 # ome-basemodel-hook: Metacontroller sync hook for OME BaseModels on PVCs.
 #
-#   docker build -t ghcr.io/ome-basemodel-hook/ome-basemodel-hook:0.1.0 .
+#   docker build -t ghcr.io/ome-basemodel-hook/ome-basemodel-hook:VERSION .
 #
+# VERSION is hooks/__init__.py's __version__; the release workflow builds and
+# pushes it for the tag vVERSION. The Python is the oldest pyproject.toml's
+# requires-python allows.
 # Pin the base image by digest in production (--build-arg PYTHON_IMAGE=...@sha256:...).
 ARG PYTHON_IMAGE=python:3.11-slim
 

@@ -1,0 +1,37 @@
+"""The Dockerfile passes hadolint and builds on the Python pyproject.toml promises."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from tests import dockerfile
+from tests.installed_tool import installed_tool
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_dockerfile_has_no_hadolint_finding() -> None:
+    result = subprocess.run(
+        [installed_tool("hadolint"), "--no-color", "--failure-threshold", "style", str(dockerfile.DOCKERFILE)],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_image_python_is_the_oldest_python_the_project_supports() -> None:
+    """The image runs on requires-python's lower bound, so that the bound is one the
+    image (and the tests of it) prove, and a feature of a newer Python cannot slip in."""
+    requires = SpecifierSet(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"])
+    (lower,) = [Version(spec.version) for spec in requires if spec.operator == ">="]
+    arguments = dict(rest.split("=", 1) for word, rest in dockerfile.instructions() if word == "ARG" and "=" in rest)
+    image_python = re.fullmatch(r"python:(\d+\.\d+)-slim", arguments["PYTHON_IMAGE"])
+    assert image_python, arguments["PYTHON_IMAGE"]
+    assert Version(image_python.group(1)) == lower
+    assert lower in requires
+
