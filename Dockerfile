@@ -21,13 +21,13 @@ RUN python -m venv /opt/venv
 
 WORKDIR /src
 
-# Dependencies first, in their own layer: it is rebuilt only when
-# pyproject.toml changes, not on every code change.
-COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
- && pip install -r /tmp/requirements.txt
+# Dependencies first, in their own layer: it is rebuilt only when the lock
+# changes, not on every code change. Every package is pinned by version and hash.
+COPY requirements.lock ./
+RUN pip install -r requirements.lock --require-hashes
 
 # Then the package itself (README.md is the project's readme in pyproject.toml).
+COPY pyproject.toml ./
 COPY README.md ./
 COPY hooks/ ./hooks/
 RUN pip install --no-deps . \

@@ -35,3 +35,14 @@ def test_image_python_is_the_oldest_python_the_project_supports() -> None:
     assert Version(image_python.group(1)) == lower
     assert lower in requires
 
+
+def test_image_installs_the_lock_by_hash_before_the_code_and_the_package_without_dependencies() -> None:
+    """Only what requirements.lock pins, by hash, enters the image; the package itself adds
+    no dependency of its own choosing (``--no-deps``)."""
+    builder, _ = dockerfile.stages()
+    lock_copy = builder.index(("COPY", "requirements.lock ./"))
+    lock_install = builder.index(("RUN", "pip install -r requirements.lock --require-hashes"))
+    code_copy = builder.index(("COPY", "hooks/ ./hooks/"))
+    assert lock_copy < lock_install < code_copy
+    package_installs = [rest for word, rest in builder[code_copy:] if word == "RUN" and "pip install" in rest]
+    assert package_installs and all(rest.startswith("pip install --no-deps . ") for rest in package_installs), package_installs
