@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import tomllib
 from pathlib import Path
@@ -29,10 +28,7 @@ def test_image_python_is_the_oldest_python_the_project_supports() -> None:
     image (and the tests of it) prove, and a feature of a newer Python cannot slip in."""
     requires = SpecifierSet(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"])
     (lower,) = [Version(spec.version) for spec in requires if spec.operator == ">="]
-    arguments = dict(rest.split("=", 1) for word, rest in dockerfile.instructions() if word == "ARG" and "=" in rest)
-    image_python = re.fullmatch(r"python:(\d+\.\d+)-slim", arguments["PYTHON_IMAGE"])
-    assert image_python, arguments["PYTHON_IMAGE"]
-    assert Version(image_python.group(1)) == lower
+    assert Version(dockerfile.python_version()) == lower
     assert lower in requires
 
 
