@@ -86,12 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,replay}")
 
-    serve = commands.add_parser(
+    serve = _add_command(
+        commands,
         "serve",
-        help="serve the hooks with gunicorn",
-        description="Serve the hooks over HTTP (HTTPS with HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE) under gunicorn.",
-        epilog=_exit_statuses("serve"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "serve the hooks with gunicorn",
+        "Serve the hooks over HTTP (HTTPS with HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE) under gunicorn.",
     )
     serve.add_argument(
         "--bind", metavar="HOST:PORT", help=f"the address to listen on (default: $HOOK_BIND, else {DEFAULT_BIND})"
@@ -104,12 +103,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"gunicorn worker processes, 1 to 64 (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)",
     )
 
-    replay = commands.add_parser(
+    replay = _add_command(
+        commands,
         "replay",
-        help="print the hook's answer to a saved request",
-        description="Print the hook's answer to a saved request, through the real app without auth.",
-        epilog=_exit_statuses("replay"),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "print the hook's answer to a saved request",
+        "Print the hook's answer to a saved request, through the real app without auth.",
     )
     replay.add_argument("file", type=Path, help="a request body as Metacontroller sends it")
     replay.add_argument("--hook", help="sync, customize, finalize, nodes/customize or nodes/sync (default: from the file's folder)")
@@ -127,6 +125,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CannotListen as error:
         print(f"basemodel-hook: {error}", file=sys.stderr)
         return EXIT_CANNOT_LISTEN
+
+
+def _add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str, description: str
+) -> argparse.ArgumentParser:
+    """A command whose --help ends with the exit statuses it can give."""
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=_exit_statuses(name),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def _flag_or_variable(flag: object, option: str, variable: str) -> tuple[str, str | None]:

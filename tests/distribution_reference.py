@@ -27,7 +27,7 @@ _PATH_COMPONENT = _ALPHANUMERIC + r"(?:" + _SEPARATOR + _ALPHANUMERIC + r")*"
 _REMOTE_NAME = _PATH_COMPONENT + r"(?:/" + _PATH_COMPONENT + r")*"
 _NAME = r"(?:" + _DOMAIN_AND_PORT + r"/)?" + _REMOTE_NAME
 
-REFERENCE = re.compile(r"^(" + _NAME + r")(?::(" + _TAG + r"))?(?:@(" + _DIGEST + r"))?$", re.ASCII)
+_REFERENCE = re.compile(r"^(" + _NAME + r")(?::(" + _TAG + r"))?(?:@(" + _DIGEST + r"))?$", re.ASCII)
 _IDENTIFIER = re.compile(r"^[a-f0-9]{64}$")
 _ENCODED = {"sha256": re.compile(r"^[a-f0-9]{64}$"), "sha384": re.compile(r"^[a-f0-9]{96}$"), "sha512": re.compile(r"^[a-f0-9]{128}$")}
 
@@ -55,7 +55,7 @@ def kubelet_accepts(text: str) -> bool:
     remote = remainder.split(":", 1)[0]
     if remote.lower() != remote:
         return False
-    match = REFERENCE.match(f"{domain}/{remainder}")
+    match = _REFERENCE.match(f"{domain}/{remainder}")
     if match is None:
         return False
     digest = match.group(3)
