@@ -13,6 +13,8 @@ import re
 from typing import NamedTuple
 
 EXPECTED_FORM = "[registry[:port]/]path[:tag][@sha256:digest]"
+# Registry and path together, as distribution's Parse has long counted them (its newest
+# releases count the path alone: this is the stricter of the two).
 NAME_MAX_LENGTH = 255
 
 _DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"

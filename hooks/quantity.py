@@ -44,12 +44,21 @@ def parse_quantity(text: str) -> Decimal:
     if suffix in _BINARY_EXPONENTS:
         value = context.multiply(value, Decimal(2 ** _BINARY_EXPONENTS[suffix]))
     else:
-        exponent = _DECIMAL_EXPONENTS[suffix] if suffix in _DECIMAL_EXPONENTS else int(suffix[1:])
-        if exponent not in _EXPONENTS:
-            raise QuantityError(f"its exponent is outside {_EXPONENTS.start}..{_EXPONENTS.stop - 1}, where Kubernetes would wrap it around")
-        value = context.scaleb(value, exponent)
+        value = context.scaleb(value, _decimal_exponent(suffix))
     if value and value.as_tuple().exponent < _NANO.as_tuple().exponent:  # type: ignore[operator]
         value = value.quantize(_NANO, rounding=ROUND_UP, context=context)
     if suffix in _BINARY_EXPONENTS and abs(value) > _BINARY_MAX:
         value = _BINARY_MAX.copy_sign(value)
     return value
+
+
+def _decimal_exponent(suffix: str) -> int:
+    """The power of ten a decimal suffix or ``e<exponent>`` stands for."""
+    if suffix in _DECIMAL_EXPONENTS:
+        return _DECIMAL_EXPONENTS[suffix]
+    sign = "-" if suffix[1] == "-" else ""
+    digits = suffix[1:].lstrip("+-").lstrip("0") or "0"
+    # Its length first: Python refuses to read an integer of thousands of digits.
+    if len(digits) > len(str(_EXPONENTS.stop)) or int(sign + digits) not in _EXPONENTS:
+        raise QuantityError(f"its exponent is outside {_EXPONENTS.start}..{_EXPONENTS.stop - 1}, where Kubernetes would wrap it around")
+    return int(sign + digits)

@@ -51,6 +51,9 @@ from hooks.quantity import QuantityError, parse_quantity
         ("-8Ei", str(-(2**63 - 1))),
         ("10E", "1e19"),
         ("1e2147483647", "1e2147483647"),
+        ("1e-2147483648", "1e-9"),
+        ("1e" + "0" * 5000 + "3", "1000"),
+        ("1e-" + "0" * 5000 + "3", "0.001"),
     ],
 )
 def test_quantity_has_the_value_kubernetes_gives_it(text: str, value: str) -> None:
@@ -66,7 +69,7 @@ def test_text_that_is_no_quantity_is_refused(text: str) -> None:
         parse_quantity(text)
 
 
-@pytest.mark.parametrize("text", ["1e2147483648", "1e-2147483649"])
+@pytest.mark.parametrize("text", ["1e2147483648", "1e-2147483649", "1e" + "1" * 5000, "1e-" + "1" * 5000])
 def test_exponent_kubernetes_would_wrap_around_is_refused(text: str) -> None:
     with pytest.raises(QuantityError, match="exponent is outside -2147483648..2147483647"):
         parse_quantity(text)
