@@ -1,7 +1,10 @@
 # ome-basemodel-hook: Metacontroller sync hook for OME BaseModels on PVCs.
 #
-#   docker build -t ghcr.io/ome-basemodel-hook/ome-basemodel-hook:0.1.0 .
+#   docker build -t ghcr.io/ome-basemodel-hook/ome-basemodel-hook:VERSION .
 #
+# VERSION is hooks/__init__.py's __version__; the release workflow builds and
+# pushes it for the tag vVERSION. The Python is the oldest pyproject.toml's
+# requires-python allows.
 # Pin the base image by digest in production (--build-arg PYTHON_IMAGE=...@sha256:...).
 ARG PYTHON_IMAGE=python:3.11-slim
 
@@ -18,13 +21,13 @@ RUN python -m venv /opt/venv
 
 WORKDIR /src
 
-# Dependencies first, in their own layer: it is rebuilt only when
-# pyproject.toml changes, not on every code change.
-COPY pyproject.toml ./
-RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
- && pip install -r /tmp/requirements.txt
+# Dependencies first, in their own layer: it is rebuilt only when the lock
+# changes, not on every code change. Every package is pinned by version and hash.
+COPY requirements.lock ./
+RUN pip install -r requirements.lock --require-hashes
 
 # Then the package itself (README.md is the project's readme in pyproject.toml).
+COPY pyproject.toml ./
 COPY README.md ./
 COPY hooks/ ./hooks/
 RUN pip install --no-deps . \

@@ -1,7 +1,8 @@
 """``basemodel-hook``: run the server under gunicorn, or replay a saved request.
 
-``serve`` checks the configuration before gunicorn starts, so a bad variable stops the
-process with one clear line instead of a crash loop of workers.
+``serve`` checks the configuration, then that its address can be listened on, before
+gunicorn starts, so a bad variable or a taken port stops the process with one clear line
+instead of a crash loop of workers or five of gunicorn's retries.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import socket
 import ssl
 import sys
 import tempfile
@@ -20,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from hooks import __version__
 from hooks.settings import ConfigError, Settings
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -28,6 +31,43 @@ GC_YOUNG_THRESHOLD = 50_000
 METRICS_DIR_MARK = ".basemodel-hook-metrics"
 TLS_VARIABLES = ("HOOK_TLS_CERT_FILE", "HOOK_TLS_KEY_FILE", "HOOK_TLS_CLIENT_CA_FILE")
 
+EXIT_REPLAY_NOT_OK = 1
+EXIT_BAD_CONFIGURATION = 2  # argparse's own status for a bad argument, so one code for both
+# gunicorn exits 3 or 4 of its own accord (a worker failed to boot, an app failed to import).
+EXIT_CANNOT_LISTEN = 5
+
+DESCRIPTION = """\
+Metacontroller hook for OME BaseModels and ClusterBaseModels stored on PVCs.
+
+serve runs the hooks over HTTP under gunicorn; replay prints the hook's answer to a saved
+request. The hook's settings come from environment variables (the README lists them):
+a bad one stops the command with one line naming it."""
+
+# (status, the commands that end with it, what it means): the --help epilogs.
+EXIT_STATUSES: tuple[tuple[int, tuple[str, ...], str], ...] = (
+    (0, ("serve", "replay"), "success (serve: stopped on a signal; replay: the answer was HTTP 200)"),
+    (EXIT_REPLAY_NOT_OK, ("replay",), "the answer was another HTTP status (printed all the same)"),
+    (1, ("serve",), "gunicorn stopped on an error of its own (its log says which)"),
+    (EXIT_BAD_CONFIGURATION, ("serve", "replay"), "bad configuration or arguments: one line on stderr names the variable or option"),
+    (3, ("serve",), "a gunicorn worker failed to boot (its log says why)"),
+    (EXIT_CANNOT_LISTEN, ("serve",), "the address cannot be listened on (in use, not this host's, or not allowed): one line on stderr"),
+)
+
+
+def _exit_statuses(command: str | None = None) -> str:
+    """The exit statuses of ``command``, or of every command (each named where it alone
+    ends so), as a help epilog."""
+    lines = [
+        f"  {status}  {commands[0] + ': ' if command is None and len(commands) == 1 else ''}{meaning}"
+        for status, commands, meaning in EXIT_STATUSES
+        if command is None or command in commands
+    ]
+    return "\n".join(["exit status:", *lines])
+
+
+class CannotListen(Exception):
+    """The address ``serve`` was given cannot be bound; the message says which and why."""
+
 
 def default_workers() -> int:
     """Sync workers: the hook is CPU-bound and quick, so about two per core, at most nine."""
@@ -35,15 +75,40 @@ def default_workers() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The console script; exit status 2 and one line on stderr for anything misconfigured."""
-    parser = argparse.ArgumentParser(prog="basemodel-hook", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    """The console script: its exit statuses are ``EXIT_STATUSES``, and a failure of its own
+    is one line on stderr."""
+    parser = argparse.ArgumentParser(
+        prog="basemodel-hook",
+        description=DESCRIPTION,
+        epilog=_exit_statuses(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{serve,replay}")
 
-    serve = commands.add_parser("serve", help="serve the hooks with gunicorn")
-    serve.add_argument("--bind", help="address:port (HOOK_BIND)")
-    serve.add_argument("--workers", type=int, default=None, help="worker processes (HOOK_WORKERS)")
+    serve = _add_command(
+        commands,
+        "serve",
+        "serve the hooks with gunicorn",
+        "Serve the hooks over HTTP (HTTPS with HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE) under gunicorn.",
+    )
+    serve.add_argument(
+        "--bind", metavar="HOST:PORT", help=f"the address to listen on (default: $HOOK_BIND, else {DEFAULT_BIND})"
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"gunicorn worker processes, 1 to 64 (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)",
+    )
 
-    replay = commands.add_parser("replay", help="print the hook's answer to a saved request")
+    replay = _add_command(
+        commands,
+        "replay",
+        "print the hook's answer to a saved request",
+        "Print the hook's answer to a saved request, through the real app without auth.",
+    )
     replay.add_argument("file", type=Path, help="a request body as Metacontroller sends it")
     replay.add_argument("--hook", help="sync, customize, finalize or label (default: from the file's folder)")
     replay.add_argument("--now", help="the clock, RFC 3339 (default: now)")
@@ -56,7 +121,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _replay(args.file, args.hook, args.now, settings)
     except ConfigError as error:
         print(f"basemodel-hook: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_CONFIGURATION
+    except CannotListen as error:
+        print(f"basemodel-hook: {error}", file=sys.stderr)
+        return EXIT_CANNOT_LISTEN
+
+
+def _add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str, description: str
+) -> argparse.ArgumentParser:
+    """A command whose --help ends with the exit statuses it can give."""
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=_exit_statuses(name),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def _flag_or_variable(flag: object, option: str, variable: str) -> tuple[str, str | None]:
@@ -73,6 +154,8 @@ def _bind(flag: str | None) -> str:
     host, _, port = bind.rpartition(":")
     if not host or not port.isdigit() or int(port) > 65535:
         raise ConfigError(f"{source}={bind!r} must be host:port with a port in 0..65535, such as 127.0.0.1:8080")
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        raise ConfigError(f"{source}={bind!r}: gunicorn reads an IPv6 address only in brackets, such as [::1]:8080")
     return bind
 
 
@@ -138,10 +221,30 @@ def _serve(bind: str, workers: int, settings: Settings) -> int:
         **_tls_options(),
     }
     with _metrics_directory(os.environ.get("PROMETHEUS_MULTIPROC_DIR")) as metrics_dir:
+        _check_listen(bind)
         # prometheus_client reads it once, when the app first imports it.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         _run_gunicorn(options, settings)
     return 0
+
+
+def _check_listen(bind: str) -> None:
+    """Bind and listen on ``bind`` as gunicorn will (same address parsing, same socket
+    family, SO_REUSEADDR), then let go: a taken port is then one line, not gunicorn's five
+    retries a second apart and their ten lines. Another process may still take the port
+    in between; gunicorn then reports it its own way."""
+    from gunicorn.util import is_ipv6, parse_address
+
+    host, port = parse_address(bind)
+    family = socket.AF_INET6 if is_ipv6(host) else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+            probe.listen()
+    except OSError as error:
+        reason = error.strerror or str(error)
+        raise CannotListen(f"cannot listen on {bind}: {reason[:1].lower()}{reason[1:]}") from None
 
 
 def _run_gunicorn(options: dict[str, Any], settings: Settings) -> None:
@@ -235,7 +338,7 @@ def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -
         # The reader (``| head``) took what it wanted. Point stdout at /dev/null so that
         # Python's own flush at exit does not complain about the closed pipe either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0 if answer.status_code == 200 else 1
+    return 0 if answer.status_code == 200 else EXIT_REPLAY_NOT_OK
 
 
 def _hook_of(file: Path, hooks: Sequence[str]) -> str:

@@ -8,32 +8,19 @@ anything (a half-configured hook would build Jobs that can never run).
 from __future__ import annotations
 
 import posixpath
-import re
 from dataclasses import dataclass, fields
-from decimal import Decimal
 from typing import Callable, Mapping
 
+from hooks import image_reference
+from hooks.image_reference import ImageReferenceError, parse_image_reference
+from hooks.quantity import QuantityError, parse_quantity
 
-_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
-_IMAGE = re.compile(r"^[^\s@]+(:[\w][\w.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
-
-
-_SUFFIXES = {
-    "m": Decimal("0.001"), "k": Decimal(10) ** 3, "M": Decimal(10) ** 6, "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12, "P": Decimal(10) ** 15, "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40, "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
-}
 # What ome-agent's configuration loader (Viper) can read.
 _AGENT_CONFIG_EXTENSIONS = (
     ".yaml", ".yml", ".json", ".toml", ".hcl", ".tfvars", ".ini", ".env", ".dotenv", ".properties", ".props", ".prop",
 )
-
-
-def quantity_value(quantity: str) -> Decimal:
-    """A Kubernetes quantity as an exact number, to compare a request with its limit."""
-    number = quantity.rstrip("mkMGTPEi")
-    return Decimal(number) * _SUFFIXES.get(quantity[len(number):], Decimal(1))
+# The Job's scratch volume: an emptyDir, empty whenever the agent starts.
+_JOB_TMP = "/tmp"
 
 
 class ConfigError(ValueError):
@@ -104,12 +91,12 @@ class Settings:
                 "exclusive, as in Metacontroller's webhook settings"
             )
         for request, limit in (("cpu_request", "cpu_limit"), ("memory_request", "memory_limit")):
-            if quantity_value(getattr(self, request)) > quantity_value(getattr(self, limit)):
+            if parse_quantity(getattr(self, request)) > parse_quantity(getattr(self, limit)):
                 raise ConfigError(
                     f"{ENV_VARIABLES[request]} ({getattr(self, request)}) is above "
                     f"{ENV_VARIABLES[limit]} ({getattr(self, limit)}); the API server would refuse every Job"
                 )
-        if self.mount_path == "/" or self.mount_path == "/tmp" or self.mount_path.startswith("/tmp/"):
+        if self.mount_path == "/" or _within(self.mount_path, _JOB_TMP):
             raise ConfigError(
                 f"{ENV_VARIABLES['mount_path']}={self.mount_path} clashes with the Job's root or its /tmp volume"
             )
@@ -117,6 +104,17 @@ class Settings:
             raise ConfigError(
                 f"{ENV_VARIABLES['agent_config']}={self.agent_config}: ome-agent reads a configuration "
                 f"file by its extension, one of {', '.join(_AGENT_CONFIG_EXTENSIONS)}"
+            )
+        if _within(self.agent_config, _JOB_TMP):
+            raise ConfigError(
+                f"{ENV_VARIABLES['agent_config']}={self.agent_config} is under /tmp, the Job's scratch "
+                "volume, which is empty when ome-agent starts: the file can never be there"
+            )
+        if _within(self.agent_config, self.mount_path):
+            raise ConfigError(
+                f"{ENV_VARIABLES['agent_config']}={self.agent_config} is under "
+                f"{ENV_VARIABLES['mount_path']}={self.mount_path}, where each model's PVC is mounted: "
+                "ome-agent would read its configuration from the model's files"
             )
 
 
@@ -183,14 +181,54 @@ def _boolean(variable: str, raw: str) -> bool:
     return value == "true"
 
 
-def _matching(valid: Callable[[str], object], what: str) -> Callable[[str, str], str]:
-    def parse(variable: str, raw: str) -> str:
-        value = raw.strip()
-        if not valid(value):
-            raise ConfigError(f"{variable}={raw!r} is not {what}")
-        return value
+def _within(path: str, directory: str) -> bool:
+    """Whether the normalized ``path`` is ``directory`` or lies under it."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
-    return parse
+
+def _image(variable: str, raw: str) -> str:
+    """As the kubelet reads a container's image: one it refuses fails every Job with InvalidImageName."""
+    value = raw.strip()
+    try:
+        parse_image_reference(value)
+    except ImageReferenceError as error:
+        raise ConfigError(
+            f"{variable}={raw!r} is not an image reference: {error}; "
+            f"expected {image_reference.EXPECTED_FORM}, such as {Settings.agent_image}"
+        ) from None
+    return value
+
+
+def _positive_quantity(variable: str, raw: str) -> str:
+    """As the API server reads a Job's resources, and above zero: no cpu or memory at all
+    is no limit an operator means, and a negative one is refused."""
+    value = raw.strip()
+    try:
+        amount = parse_quantity(value)
+    except QuantityError as error:
+        raise ConfigError(f"{variable}={raw!r} is not a Kubernetes quantity: {error}") from None
+    if amount <= 0:
+        raise ConfigError(f"{variable}={raw!r} must be above zero, such as 500m or 512Mi")
+    return value
+
+
+def _header_token(variable: str, raw: str) -> str:
+    """The bearer token arrives in an HTTP header, which carries printable ASCII only as
+    sent: a token with any other character could never match. The message leaves the
+    token out, as every log does."""
+    value = raw.strip()
+    if not (value.isascii() and value.isprintable()):
+        raise ConfigError(f"{variable} holds a character other than printable ASCII, which no Authorization header can match")
+    return value
+
+
+def _basic_auth_username(variable: str, raw: str) -> str:
+    """A Basic credential is ``user:password``: the first ':' ends the user name (RFC 7617),
+    so a name holding one could never match."""
+    value = raw.strip()
+    if ":" in value:
+        raise ConfigError(f"{variable} holds a ':', which would end the user name in a Basic credential (RFC 7617)")
+    return value
 
 
 def _absolute_path(variable: str, raw: str) -> str:
@@ -201,11 +239,8 @@ def _absolute_path(variable: str, raw: str) -> str:
     return "/" + posixpath.normpath(value).lstrip("/")
 
 
-_quantity = _matching(_QUANTITY.match, "a Kubernetes quantity such as 500m or 512Mi")
-
-
 _PARSERS: dict[str, Callable[[str, str], object]] = {
-    "agent_image": _matching(_IMAGE.match, "a container image reference"),
+    "agent_image": _image,
     "agent_config": _absolute_path,
     "mount_path": _absolute_path,
     "run_as_user": _integer(1, 2**31 - 1),
@@ -213,14 +248,16 @@ _PARSERS: dict[str, Callable[[str, str], object]] = {
     "active_deadline_seconds": _integer(30, 86400),
     "ttl_seconds_after_finished": _integer(60, 30 * 86400),
     "backoff_limit": _integer(1, 6),
-    "cpu_request": _quantity,
-    "cpu_limit": _quantity,
-    "memory_request": _quantity,
-    "memory_limit": _quantity,
+    "cpu_request": _positive_quantity,
+    "cpu_limit": _positive_quantity,
+    "memory_request": _positive_quantity,
+    "memory_limit": _positive_quantity,
     "retry_base_delay_seconds": _integer(10, 3600),
     "retry_max_delay_seconds": _integer(10, 86400),
     "max_attempts": _integer(1, 100),
     "read_job_pods": _boolean,
     "finalize_resync_seconds": _integer(1, 3600),
     "max_request_bytes": _integer(1024, 1024**3),
+    "auth_token": _header_token,
+    "basic_auth_username": _basic_auth_username,
 }

@@ -31,3 +31,11 @@ def stages(path: Path = DOCKERFILE) -> list[list[Instruction]]:
         if found:
             found[-1].append((word, rest))
     return found
+
+
+def python_version(path: Path = DOCKERFILE) -> str:
+    """The Python of the base image the Dockerfile names by default (``python:X.Y-slim``)."""
+    arguments = dict(rest.split("=", 1) for word, rest in instructions(path) if word == "ARG" and "=" in rest)
+    image = re.fullmatch(r"python:(\d+\.\d+)-slim", arguments["PYTHON_IMAGE"])
+    assert image, f"PYTHON_IMAGE={arguments['PYTHON_IMAGE']} is not python:X.Y-slim"
+    return image.group(1)

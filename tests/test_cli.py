@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from hooks import __version__
+from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK, default_workers
 from tests import golden
 from tests.live_server import free_port, running
 
@@ -127,20 +129,27 @@ def assert_answer_as_described(hook: str, expect: str, status: int, body: dict) 
     assert kinds == ([] if children == "none" else children.split(", "))
 
 
+@contextmanager
+def taken_port() -> Iterator[int]:
+    """A port of 127.0.0.1 this process listens on while the block runs."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield taken.getsockname()[1]
+
+
 def serve_refusal(args: list[str], env: dict[str, str]) -> str:
     """What ``serve`` says when it refuses to start: exit status 2 and one line.
 
     Unless the case is about the address, it is one already taken, so that a server that
     starts after all fails at once instead of answering on someone's port."""
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
+    with taken_port() as port:
         if "--bind" not in args and "HOOK_BIND" not in env:
-            args = [*args, "--bind", "127.0.0.1:%d" % taken.getsockname()[1]]
+            args = [*args, "--bind", f"127.0.0.1:{port}"]
         result = subprocess.run(
             [str(SCRIPT), "serve", *args], env={**os.environ, **env}, capture_output=True, text=True, timeout=20
         )
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == EXIT_BAD_CONFIGURATION, result.stderr
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
     return result.stderr
 
@@ -151,6 +160,7 @@ def serve_refusal(args: list[str], env: dict[str, str]) -> str:
         ([], {"JOB_BACKOFF_LIMIT": "9"}, "JOB_BACKOFF_LIMIT="),
         (["--bind", "127.0.0.1:70000"], {}, "--bind="),
         ([], {"HOOK_BIND": "0.0.0.0:65536"}, "HOOK_BIND="),
+        (["--bind", "::1:8080"], {}, "IPv6 address only in brackets"),
         (["--workers", "0"], {"HOOK_WORKERS": "3"}, "--workers="),
         ([], {"HOOK_WORKERS": "0"}, "HOOK_WORKERS="),
         ([], {"HOOK_TLS_CLIENT_CA_FILE": str(README_FILE)}, "HOOK_TLS_CLIENT_CA_FILE needs HOOK_TLS_CERT_FILE"),
@@ -161,11 +171,65 @@ def serve_refusal(args: list[str], env: dict[str, str]) -> str:
         ),
         ([], {"HOOK_TLS_CERT_FILE": str(README_FILE), "HOOK_TLS_KEY_FILE": str(README_FILE)}, "HOOK_TLS_CERT_FILE/HOOK_TLS_KEY_FILE"),
     ],
-    ids=["job-backoff", "bind-flag-port", "bind-variable-port", "workers-flag", "workers-variable",
+    ids=["job-backoff", "bind-flag-port", "bind-variable-port", "bind-ipv6-without-brackets", "workers-flag", "workers-variable",
          "client-ca-without-certificate", "client-ca-unreadable", "certificate-not-pem"],
 )
 def test_bad_configuration_stops_serve_naming_what_was_given(args: list[str], env: dict[str, str], named: str) -> None:
     assert named in serve_refusal(args, env)
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    result = subprocess.run([str(SCRIPT), "--version"], capture_output=True, text=True, timeout=20)
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"basemodel-hook {__version__}\n", "")
+
+
+def test_serve_with_an_image_the_kubelet_would_refuse_stops_with_one_line_naming_it() -> None:
+    assert serve_refusal([], {"OME_AGENT_IMAGE": "ghcr.io/Foo/Bar:v1"}) == (
+        "basemodel-hook: OME_AGENT_IMAGE='ghcr.io/Foo/Bar:v1' is not an image reference: repository path must be "
+        "lowercase; expected [registry[:port]/]path[:tag][@sha256:digest], such as ghcr.io/moirai-internal/ome-agent:v0.1.5\n"
+    )
+
+
+def test_serve_on_an_address_in_use_says_so_in_one_line_and_exits_with_its_own_status(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if key != "PROMETHEUS_MULTIPROC_DIR"}
+    with taken_port() as port:
+        result = subprocess.run(
+            [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{port}"],
+            env={**env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=20,
+        )
+    assert result.returncode == EXIT_CANNOT_LISTEN
+    assert result.stderr == f"basemodel-hook: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert list(tmp_path.iterdir()) == [], "the metrics directory it made is gone with it"
+
+
+def test_help_is_plain_text_with_every_exit_status() -> None:
+    result = subprocess.run([str(SCRIPT), "--help"], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0
+    assert "``" not in result.stdout
+    statuses = re.findall(r"^  (\d+)  (.+)$", result.stdout.split("exit status:")[1], re.M)
+    assert [int(status) for status, _ in statuses] == [0, EXIT_REPLAY_NOT_OK, 1, EXIT_BAD_CONFIGURATION, 3, EXIT_CANNOT_LISTEN]
+    assert dict(statuses)[str(EXIT_CANNOT_LISTEN)].startswith("serve: the address cannot be listened on")
+
+
+def test_serve_help_shows_each_default_and_the_variable_that_changes_it() -> None:
+    result = subprocess.run([str(SCRIPT), "serve", "--help"], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0
+    text = " ".join(result.stdout.split())
+    assert "(default: $HOOK_BIND, else 127.0.0.1:8080)" in text
+    assert f"(default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)" in text
+    assert "exit status: 0 " in text and f" {EXIT_CANNOT_LISTEN} the address cannot be listened on" in text
+    assert f" {EXIT_REPLAY_NOT_OK} the answer was" not in text, "replay's statuses stay on replay's page"
+
+
+def test_replay_of_a_request_the_hook_refuses_prints_the_answer_and_exits_1(tmp_path: Path) -> None:
+    request_file = tmp_path / "empty.request.json"
+    request_file.write_text("{}", encoding="utf-8")
+    result = subprocess.run(
+        [str(SCRIPT), "replay", str(request_file), "--hook", "sync", "--now", "2026-11-30T12:00:00Z"],
+        capture_output=True, text=True, timeout=20,
+    )
+    assert result.returncode == EXIT_REPLAY_NOT_OK
+    assert set(json.loads(result.stdout)) == {"error"}
 
 
 @pytest.mark.parametrize("hook", golden.HOOKS)

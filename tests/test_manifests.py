@@ -981,7 +981,7 @@ def test_dockerignore_keeps_venv_git_and_caches_out_of_the_build_context():
     ]
     assert lines[0] == "*", "allow-list: exclude everything, then re-include"
     reincluded = {line[1:] for line in lines if line.startswith("!")}
-    assert reincluded == {"pyproject.toml", "README.md", "hooks/"}
+    assert reincluded == {"requirements.lock", "pyproject.toml", "README.md", "hooks/"}
     for pattern in (".git", ".venv", "**/__pycache__", "**/.pytest_cache"):
         assert pattern in lines
 

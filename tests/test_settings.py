@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,120 @@ def test_read_job_pods_reads_true_or_false(raw: str, value: bool) -> None:
 def test_read_job_pods_refuses_anything_but_true_or_false() -> None:
     with pytest.raises(ConfigError, match="READ_JOB_PODS='yes' is not true or false"):
         Settings.from_env({"READ_JOB_PODS": "yes"})
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "ghcr.io/moirai-internal/ome-agent:v0.1.5",
+        "registry.example.com:5000/ome/ome-agent:v0.1.5",
+        "ome-agent",
+        "localhost/ome-agent:dev_1",
+        "ghcr.io/moirai-internal/ome-agent@sha256:" + "ab" * 32,
+        "ghcr.io/moirai-internal/ome-agent:v0.1.5@sha256:" + "ab" * 32,
+    ],
+)
+def test_image_reference_the_kubelet_accepts_is_accepted(image: str) -> None:
+    assert Settings.from_env({"OME_AGENT_IMAGE": image}).agent_image == image
+
+
+@pytest.mark.parametrize(
+    ("image", "reason"),
+    [
+        ("foo!!", "path component 'foo!!' must be lowercase letters and digits, joined by one '.', one or two '_', or dashes"),
+        ("ghcr.io/Foo/Bar:v1", "repository path must be lowercase"),
+        ("ghcr.io/x/y:tag:tag", "it has more than one ':tag'"),
+        ("https://ghcr.io/x/y", "drop the scheme 'https://'"),
+        ("ghcr.io/x/y@sha256:abc", "digest 'sha256:abc' must be sha256: and 64 lowercase hexadecimal digits (or sha384: 96, sha512: 128)"),
+    ],
+)
+def test_image_reference_the_kubelet_refuses_is_refused_naming_the_rule_and_the_form(image: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as refusal:
+        Settings.from_env({"OME_AGENT_IMAGE": image})
+    assert str(refusal.value) == (
+        f"OME_AGENT_IMAGE={image!r} is not an image reference: {reason}; "
+        "expected [registry[:port]/]path[:tag][@sha256:digest], such as ghcr.io/moirai-internal/ome-agent:v0.1.5"
+    )
+
+
+@pytest.mark.parametrize("value", ["1", "250m", "0.5", ".5", "5.", "+2", "1e3", "1E-1", "100k", "1M", "512Mi", "1.5Gi", "1n"])
+def test_quantity_the_api_server_accepts_is_accepted_as_written(value: str) -> None:
+    assert Settings.from_env({"JOB_CPU_REQUEST": value, "JOB_CPU_LIMIT": "1E", "JOB_MEMORY_LIMIT": value, "JOB_MEMORY_REQUEST": "1n"}).cpu_request == value
+
+
+@pytest.mark.parametrize(
+    ("value", "complaint"),
+    [
+        ("half a core", "is not a Kubernetes quantity: expected a decimal number with an optional suffix"),
+        ("500 m", "is not a Kubernetes quantity"),
+        ("1K", "is not a Kubernetes quantity"),
+        ("1mi", "is not a Kubernetes quantity"),
+        ("1e", "is not a Kubernetes quantity"),
+        ("1e1.5", "is not a Kubernetes quantity"),
+        ("0x10", "is not a Kubernetes quantity"),
+        (".", "is not a Kubernetes quantity"),
+        ("1e3m", "is not a Kubernetes quantity"),
+        ("1e2147483648", "is not a Kubernetes quantity: its exponent is outside -2147483648..2147483647"),
+        ("0", "must be above zero"),
+        ("0.0Gi", "must be above zero"),
+        ("-500m", "must be above zero"),
+    ],
+)
+def test_cpu_or_memory_that_is_no_quantity_or_not_above_zero_is_refused(value: str, complaint: str) -> None:
+    for variable in ("JOB_CPU_REQUEST", "JOB_CPU_LIMIT", "JOB_MEMORY_REQUEST", "JOB_MEMORY_LIMIT"):
+        with pytest.raises(ConfigError) as refusal:
+            Settings.from_env({variable: value})
+        assert str(refusal.value).startswith(f"{variable}={value!r} {complaint}")
+
+
+@pytest.mark.parametrize(
+    ("request_value", "limit_value"),
+    [("1", "1000m"), ("1Gi", "1073741824"), ("1e3", "1k"), ("0.5n", "1n"), ("1.1n", "2n")],
+)
+def test_request_equal_to_its_limit_as_the_api_server_rounds_them_is_accepted(request_value: str, limit_value: str) -> None:
+    Settings.from_env({"JOB_CPU_REQUEST": request_value, "JOB_CPU_LIMIT": limit_value})
+
+
+@pytest.mark.parametrize(("request_value", "limit_value"), [("1001m", "1"), ("1Gi", "1G"), ("1e3", "999"), ("1.1n", "1n")])
+def test_request_above_its_limit_by_any_amount_is_refused(request_value: str, limit_value: str) -> None:
+    with pytest.raises(ConfigError, match="JOB_CPU_REQUEST .* is above JOB_CPU_LIMIT"):
+        Settings.from_env({"JOB_CPU_REQUEST": request_value, "JOB_CPU_LIMIT": limit_value})
+
+
+@pytest.mark.parametrize(
+    ("environment", "complaint"),
+    [
+        ({"OME_AGENT_CONFIG": "/tmp/ome-agent.yaml"}, "is under /tmp, the Job's scratch volume"),
+        ({"OME_AGENT_CONFIG": "/tmp//ome-agent.yaml"}, "is under /tmp, the Job's scratch volume"),
+        ({"OME_AGENT_CONFIG": "/mnt/models/ome-agent.yaml"}, "is under MODEL_MOUNT_PATH=/mnt/models"),
+        ({"OME_AGENT_CONFIG": "/models/x/agent.json", "MODEL_MOUNT_PATH": "/models/"}, "is under MODEL_MOUNT_PATH=/models"),
+    ],
+)
+def test_agent_config_where_the_job_cannot_hold_it_is_refused(environment: dict[str, str], complaint: str) -> None:
+    with pytest.raises(ConfigError, match="^OME_AGENT_CONFIG=") as refusal:
+        Settings.from_env(environment)
+    assert complaint in str(refusal.value)
+
+
+@pytest.mark.parametrize("path", ["/etc/ome/ome-agent.yaml", "/mnt/models.yaml", "/tmpfiles/agent.yml"])
+def test_agent_config_in_the_agent_image_is_accepted(path: str) -> None:
+    assert Settings.from_env({"OME_AGENT_CONFIG": path}).agent_config == path
+
+
+@pytest.mark.parametrize("token", ["tök3n", "a\x00b", "line\nbreak", "tab\tinside"])
+def test_token_no_authorization_header_can_carry_is_refused_without_showing_it(token: str) -> None:
+    with pytest.raises(ConfigError, match="^HOOK_AUTH_TOKEN holds a character other than printable ASCII") as refusal:
+        Settings.from_env({"HOOK_AUTH_TOKEN": token})
+    assert token not in str(refusal.value)
+
+
+def test_basic_auth_user_name_with_a_colon_is_refused_without_showing_it() -> None:
+    with pytest.raises(ConfigError, match="^HOOK_BASIC_AUTH_USERNAME holds a ':'") as refusal:
+        Settings.from_env({"HOOK_BASIC_AUTH_USERNAME": "meta:controller", "HOOK_BASIC_AUTH_PASSWORD": "p:w"})
+    assert "meta:controller" not in str(refusal.value)
+
+
+def test_each_default_passes_the_check_its_variable_gets() -> None:
+    defaults = Settings()
+    environment = {ENV_VARIABLES[field.name]: str(getattr(defaults, field.name)) for field in fields(Settings)}
+    assert Settings.from_env(environment) == defaults
