@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import multiprocessing
 import os
 import shutil
 import socket
@@ -18,18 +17,17 @@ import ssl
 import sys
 import tempfile
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from hooks import __version__
-from hooks.settings import ConfigError, Settings
+from hooks.settings import ConfigError, ServerSettings, Settings, default_workers, parse_bind, parse_workers
 
-DEFAULT_BIND = "127.0.0.1:8080"
 GC_YOUNG_THRESHOLD = 50_000
 # Marks a PROMETHEUS_MULTIPROC_DIR as the hook's own, so a restart may clear its files.
 METRICS_DIR_MARK = ".basemodel-hook-metrics"
-TLS_VARIABLES = ("HOOK_TLS_CERT_FILE", "HOOK_TLS_KEY_FILE", "HOOK_TLS_CLIENT_CA_FILE")
 
 EXIT_REPLAY_NOT_OK = 1
 EXIT_BAD_CONFIGURATION = 2  # argparse's own status for a bad argument, so one code for both
@@ -40,7 +38,7 @@ DESCRIPTION = """\
 Metacontroller hook for OME BaseModels and ClusterBaseModels stored on PVCs.
 
 serve runs the hooks over HTTP under gunicorn; replay prints the hook's answer to a saved
-request. The hook's settings come from environment variables (the README lists them):
+request. The hook's settings come from environment variables (docs/configuration.md lists them):
 a bad one stops the command with one line naming it."""
 
 # (status, the commands that end with it, what it means): the --help epilogs.
@@ -69,14 +67,26 @@ class CannotListen(Exception):
     """The address ``serve`` was given cannot be bound; the message says which and why."""
 
 
-def default_workers() -> int:
-    """Sync workers: the hook is CPU-bound and quick, so about two per core, at most nine."""
-    return min(2 * multiprocessing.cpu_count() + 1, 9)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script: its exit statuses are ``EXIT_STATUSES``, and a failure of its own
     is one line on stderr."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.from_env(os.environ)
+        if args.command == "serve":
+            return _serve(_listening(settings, args.bind, args.workers))
+        return _replay(args.file, args.hook, args.now, settings)
+    except ConfigError as error:
+        print(f"basemodel-hook: {error}", file=sys.stderr)
+        return EXIT_BAD_CONFIGURATION
+    except CannotListen as error:
+        print(f"basemodel-hook: {error}", file=sys.stderr)
+        return EXIT_CANNOT_LISTEN
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line: each command's help shows its defaults and ends with its exit
+    statuses."""
     parser = argparse.ArgumentParser(
         prog="basemodel-hook",
         description=DESCRIPTION,
@@ -93,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "Serve the hooks over HTTP (HTTPS with HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE) under gunicorn.",
     )
     serve.add_argument(
-        "--bind", metavar="HOST:PORT", help=f"the address to listen on (default: $HOOK_BIND, else {DEFAULT_BIND})"
+        "--bind", metavar="HOST:PORT", help=f"the address to listen on (default: $HOOK_BIND, else {ServerSettings.bind})"
     )
     serve.add_argument(
         "--workers",
@@ -112,19 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.add_argument("file", type=Path, help="a request body as Metacontroller sends it")
     replay.add_argument("--hook", help="sync, customize, finalize or label (default: from the file's folder)")
     replay.add_argument("--now", help="the clock, RFC 3339 (default: now)")
-
-    args = parser.parse_args(argv)
-    try:
-        settings = Settings.from_env(os.environ)
-        if args.command == "serve":
-            return _serve(_bind(args.bind), _workers(args.workers), settings)
-        return _replay(args.file, args.hook, args.now, settings)
-    except ConfigError as error:
-        print(f"basemodel-hook: {error}", file=sys.stderr)
-        return EXIT_BAD_CONFIGURATION
-    except CannotListen as error:
-        print(f"basemodel-hook: {error}", file=sys.stderr)
-        return EXIT_CANNOT_LISTEN
+    return parser
 
 
 def _add_command(
@@ -140,54 +138,28 @@ def _add_command(
     )
 
 
-def _flag_or_variable(flag: object, option: str, variable: str) -> tuple[str, str | None]:
-    """The flag wins over the variable; a complaint names whichever was given."""
-    if flag is not None:
-        return option, str(flag)
-    return variable, os.environ.get(variable) or None
+def _listening(settings: Settings, bind: str | None, workers: int | None) -> Settings:
+    """The server settings with the flags' address and worker count, which win over the
+    variables; a bad flag is named as the flag."""
+    server = settings.server
+    chosen = replace(
+        server,
+        bind=parse_bind("--bind", bind) if bind is not None else server.bind,
+        workers=parse_workers("--workers", str(workers)) if workers is not None else server.workers,
+    )
+    return replace(settings, server=chosen)
 
 
-def _bind(flag: str | None) -> str:
-    source, bind = _flag_or_variable(flag, "--bind", "HOOK_BIND")
-    if bind is None:
-        return DEFAULT_BIND
-    host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"{source}={bind!r} must be host:port with a port in 0..65535, such as 127.0.0.1:8080")
-    if ":" in host and not (host.startswith("[") and host.endswith("]")):
-        raise ConfigError(f"{source}={bind!r}: gunicorn reads an IPv6 address only in brackets, such as [::1]:8080")
-    return bind
-
-
-def _workers(flag: int | None) -> int:
-    source, raw = _flag_or_variable(flag, "--workers", "HOOK_WORKERS")
-    if raw is None:
-        return default_workers()
-    try:
-        workers = int(raw)
-    except ValueError:
-        raise ConfigError(f"{source}={raw!r} is not a whole number") from None
-    if not 1 <= workers <= 64:
-        raise ConfigError(f"{source}={workers} is outside 1..64")
-    return workers
-
-
-def _tls_options() -> dict[str, Any]:
+def _tls_options(server: ServerSettings) -> dict[str, Any]:
     """TLS is gunicorn's job: a certificate and key, or neither. With a client CA as well,
     only a client holding a certificate signed by it gets through the handshake, as
     Metacontroller presents one from its webhook's ``clientTLS``.
 
     The files are loaded here once, so that a wrong one stops the server with one line
     instead of failing every worker's start or every handshake."""
-    cert, key, client_ca = (os.environ.get(variable, "") for variable in TLS_VARIABLES)
-    if bool(cert) != bool(key):
-        raise ConfigError("HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE must be set together")
-    if client_ca and not cert:
-        raise ConfigError(
-            "HOOK_TLS_CLIENT_CA_FILE needs HOOK_TLS_CERT_FILE and HOOK_TLS_KEY_FILE: "
-            "client certificates are asked for only over HTTPS"
-        )
-    for variable, path in zip(TLS_VARIABLES, (cert, key, client_ca)):
+    cert, key, client_ca = server.tls_cert_file, server.tls_key_file, server.tls_client_ca_file
+    variables = ("HOOK_TLS_CERT_FILE", "HOOK_TLS_KEY_FILE", "HOOK_TLS_CLIENT_CA_FILE")
+    for variable, path in zip(variables, (cert, key, client_ca), strict=True):
         if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
             raise ConfigError(f"{variable}={path!r} is not a readable file")
     if not cert:
@@ -206,11 +178,12 @@ def _tls_options() -> dict[str, Any]:
     return {"certfile": cert, "keyfile": key, "ca_certs": client_ca, "cert_reqs": ssl.CERT_REQUIRED}
 
 
-def _serve(bind: str, workers: int, settings: Settings) -> int:
+def _serve(settings: Settings) -> int:
     """Run gunicorn in this process, once every option has been checked."""
+    server = settings.server
     options: dict[str, Any] = {
-        "bind": bind,
-        "workers": workers,
+        "bind": server.bind,
+        "workers": server.workers or default_workers(),
         "worker_class": "sync",
         "timeout": 30,
         "graceful_timeout": 20,
@@ -218,10 +191,10 @@ def _serve(bind: str, workers: int, settings: Settings) -> int:
         "accesslog": None,
         "worker_tmp_dir": tempfile.gettempdir(),
         "child_exit": _child_exit,
-        **_tls_options(),
+        **_tls_options(server),
     }
-    with _metrics_directory(os.environ.get("PROMETHEUS_MULTIPROC_DIR")) as metrics_dir:
-        _check_listen(bind)
+    with _metrics_directory(server.metrics_directory) as metrics_dir:
+        _check_listen(server.bind)
         # prometheus_client reads it once, when the app first imports it.
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
         _run_gunicorn(options, settings)

@@ -33,7 +33,7 @@ def customize(body: Any, settings: Settings) -> dict[str, Any]:
     rules: list[dict[str, Any]] = [
         {"apiVersion": "v1", "resource": "persistentvolumeclaims", "namespace": location.namespace, "names": [location.pvc_name]}
     ]
-    if settings.read_job_pods:
+    if settings.sync.read_job_pods:
         rules.append(
             {
                 "apiVersion": "v1",

@@ -29,5 +29,5 @@ def hand_back(request: dict[str, Any], model: Model, finalizing: bool, settings:
     if finalizing:
         response["finalized"] = not remaining
         if remaining:
-            response["resyncAfterSeconds"] = settings.finalize_resync_seconds
+            response["resyncAfterSeconds"] = settings.sync.finalize_resync_seconds
     return response

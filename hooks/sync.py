@@ -89,7 +89,7 @@ def _answer(seen: PVCObservation, status: dict[str, Any], plan: Plan, settings: 
     if seen.finalizing:
         response["finalized"] = not seen.remaining
         if seen.remaining:
-            resync_after = settings.finalize_resync_seconds
+            resync_after = settings.sync.finalize_resync_seconds
     if resync_after is not None:
         response["resyncAfterSeconds"] = resync_after
     return response

@@ -28,9 +28,9 @@ from hooks.observed import (
     SERVICE_ACCOUNTS,
     Model,
 )
-from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, build_record, job_name, model_labels
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, Attempt, build_access, build_job, build_record, job_name, model_labels
 from hooks.pvc.storage_uri import PVCLocation, StorageURIError, is_pvc_uri, parse_pvc_uri
-from hooks.settings import Settings
+from hooks.settings import JobSettings, RetrySettings, Settings
 from tests import golden
 from tests.metacontroller.cluster import Clock, Cluster
 from tests.metacontroller.manage_children import MANAGER, controller_ref
@@ -44,7 +44,7 @@ BOUNDED = hypothesis_settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
 )
 """How every property runs: the same examples on every run, in a few seconds, whatever the machine's speed."""
-SETTINGS = (Settings(), Settings(max_attempts=2, agent_image="registry.example.com/ome-agent:v0.1.6"))
+SETTINGS = (Settings(), Settings(job=JobSettings(agent_image="registry.example.com/ome-agent:v0.1.6"), retry=RetrySettings(max_attempts=2)))
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
 
@@ -314,9 +314,9 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
     if location is not None:
         uris = [model.storage_uri, "pvc://" + (f"{location.namespace}:" if cluster else "") + "old-store/models/llama"]
         jobs = []
-        attempts = [] if sometimes(draw, 5) else draw(st.lists(st.integers(1, settings.max_attempts), unique=True, min_size=1, max_size=3))
+        attempts = [] if sometimes(draw, 5) else draw(st.lists(st.integers(1, settings.retry.max_attempts), unique=True, min_size=1, max_size=3))
         for attempt in attempts:
-            built = build_job(model, location, draw(st.sampled_from(uris)), attempt, draw(st.sampled_from(SETTINGS)))
+            built = build_job(model, Attempt(location, draw(st.sampled_from(uris)), attempt), draw(st.sampled_from(SETTINGS)).job)
             job = created(api, built, parent)
             job["status"], suspended = draw(job_statuses())
             if suspended:

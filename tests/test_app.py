@@ -16,7 +16,7 @@ from werkzeug.wsgi import get_input_stream
 
 from hooks.http import app as app_module
 from hooks.http.app import create_app
-from hooks.settings import Settings
+from hooks.settings import ServerSettings, Settings
 from tests import golden
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
@@ -36,7 +36,7 @@ CHILDREN = {
 
 
 def make_client(**overrides: Any) -> FlaskClient:
-    return create_app(Settings(**overrides), clock=lambda: NOW).test_client()
+    return create_app(Settings(server=ServerSettings(**overrides)), clock=lambda: NOW).test_client()
 
 
 @pytest.fixture()
@@ -339,14 +339,14 @@ ANSWERED_IN_FRONT: dict[str, dict[str, Any]] = {
 def test_hooks_answered_in_front_of_flask_answer_byte_for_byte_as_flasks_routes(case: str, token: str) -> None:
     """The dispatch in front of Flask must not be visible: the same status line (werkzeug's
     wording), headers in the same order, and body as Flask's own route for the hook."""
-    app = create_app(Settings(auth_token=token, max_request_bytes=LIMIT), clock=lambda: NOW)
+    app = create_app(Settings(server=ServerSettings(auth_token=token, max_request_bytes=LIMIT)), clock=lambda: NOW)
     request = {"headers": {"Authorization": f"Bearer {token}"}, **ANSWERED_IN_FRONT[case]}
     in_front = wsgi_answer(app.wsgi_app, hook_environ(**request))
     assert in_front == wsgi_answer(app.wsgi_app.flask_wsgi, hook_environ(**request))
 
 
 def test_a_hook_answer_has_json_type_length_and_challenge_headers() -> None:
-    app = create_app(Settings(auth_token="s3cr3t-token"), clock=lambda: NOW)
+    app = create_app(Settings(server=ServerSettings(auth_token="s3cr3t-token")), clock=lambda: NOW)
     status, headers, body = wsgi_answer(app.wsgi_app, hook_environ())
     assert status == "401 UNAUTHORIZED"
     assert headers == [

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from hooks import __version__
-from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK, default_workers
+from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK
+from hooks.settings import default_workers
 from tests import golden
 from tests.live_server import free_port, running
 
@@ -384,7 +385,7 @@ def server_processes(server: str) -> tuple[int, set[int]]:
 def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str) -> None:
     import signal
 
-    master, workers = server_processes(server)
+    _master, workers = server_processes(server)
     victim = min(workers)
     os.kill(victim, signal.SIGKILL)
     deadline = time.monotonic() + 15

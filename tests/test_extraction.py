@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hooks.pvc.job_outcome import agent_said, pod_waiting
-from hooks.settings import Settings
+from hooks.settings import JobSettings, Settings
 from hooks.sync import sync
 from tests import golden
 from tests.metacontroller.feedback import apply
@@ -67,10 +67,10 @@ def running(request: dict[str, Any]) -> dict[str, Any]:
 def test_existing_job_is_returned_as_built_after_the_settings_change() -> None:
     following = running(rbac_ready())
     [observed] = following["children"]["Job.batch/v1"].values()
-    changed = Settings(agent_image="registry.example.com/ome-agent:v9", memory_limit="2Gi", active_deadline_seconds=900)
+    changed = Settings(job=JobSettings(agent_image="registry.example.com/ome-agent:v9", memory_limit="2Gi", active_deadline_seconds=900))
     [job] = [child for child in sync(following, changed, NOW).response["children"] if child["kind"] == "Job"]
     container = job["spec"]["template"]["spec"]["containers"][0]
-    assert container["image"] == observed["spec"]["template"]["spec"]["containers"][0]["image"] != changed.agent_image
+    assert container["image"] == observed["spec"]["template"]["spec"]["containers"][0]["image"] != changed.job.agent_image
     assert container["resources"]["limits"]["memory"] == "512Mi"
     assert job["spec"]["activeDeadlineSeconds"] == 300
     assert "controller-uid" not in job["metadata"]["labels"] and "status" not in job
@@ -186,7 +186,7 @@ def test_failure_stamped_ahead_of_the_clock_counts_from_now_and_the_retry_is_not
         item["lastTransitionTime"] = when
     response = sync(request, SETTINGS, NOW).response
     assert response["status"]["metadataExtraction"]["failedAt"] == "2026-11-30T12:00:00Z"
-    assert 0 < response["resyncAfterSeconds"] <= SETTINGS.retry_max_delay_seconds
+    assert 0 < response["resyncAfterSeconds"] <= SETTINGS.retry.max_delay_seconds
 
 
 def test_recorded_failure_far_ahead_still_asks_to_be_called_within_the_longest_delay() -> None:
@@ -194,7 +194,7 @@ def test_recorded_failure_far_ahead_still_asks_to_be_called_within_the_longest_d
     response = sync(request, SETTINGS, NOW).response
     request = apply(request, response, NOW)
     golden.observed_record(request)["failedAt"] = "9999-12-31T23:59:59Z"
-    assert 0 < sync(request, SETTINGS, NOW).response["resyncAfterSeconds"] <= SETTINGS.retry_max_delay_seconds
+    assert 0 < sync(request, SETTINGS, NOW).response["resyncAfterSeconds"] <= SETTINGS.retry.max_delay_seconds
 
 
 @pytest.mark.parametrize("attempts", ["0", "", "one", "-1", "2147483648"])

@@ -217,7 +217,7 @@ def test_installed_over_existing_models_the_hook_takes_the_pvc_model_and_leaves_
 def test_with_omes_crds_failures_stay_counted_no_job_loops_and_the_state_stays_true(kind: str, outcomes: Any) -> None:
     """OME's CRD prunes the hook's status fields; the record ConfigMap keeps the attempts."""
     world = outcomes[("OME's CRDs after a failed extraction, a day", kind)].world
-    assert len(world.jobs_created) == lifecycle.SETTINGS.max_attempts
+    assert len(world.jobs_created) == lifecycle.SETTINGS.retry.max_attempts
     assert status(world) == {"state": "Failed"}
     assert world.owned() == ["ConfigMap"]
 

@@ -8,6 +8,7 @@ import pytest
 
 from hooks.observed import Model
 from hooks.pvc.metadata_job import (
+    Attempt,
     build_access,
     build_job,
     job_name,
@@ -16,7 +17,7 @@ from hooks.pvc.metadata_job import (
     service_account_name,
 )
 from hooks.pvc.storage_uri import PVCLocation
-from hooks.settings import Settings
+from hooks.settings import JobSettings
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -65,8 +66,8 @@ def test_every_label_value_fits_63_characters(namespace: str | None) -> None:
 
 
 def test_basemodel_job_runs_the_agent_against_the_read_only_pvc() -> None:
-    settings = Settings()
-    job = build_job(model(), LOCATION, URI, 1, settings)
+    settings = JobSettings()
+    job = build_job(model(), Attempt(LOCATION, URI, 1), settings)
     pod = job["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert job["metadata"]["namespace"] == "models"
@@ -89,14 +90,14 @@ def test_basemodel_job_runs_the_agent_against_the_read_only_pvc() -> None:
 
 
 def test_clusterbasemodel_job_runs_in_the_pvc_namespace_cluster_scoped() -> None:
-    job = build_job(model(namespace=None), PVCLocation("shared", "store", "llama"), URI, 1, Settings())
+    job = build_job(model(namespace=None), Attempt(PVCLocation("shared", "store", "llama"), URI, 1), JobSettings())
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert job["metadata"]["namespace"] == "shared"
     assert args[-1] == "--cluster-scoped" and "--basemodel-namespace" not in args
 
 
 def test_pod_meets_pod_security_restricted_with_numeric_non_root_ids() -> None:
-    pod = build_job(model(), LOCATION, URI, 1, Settings(run_as_user=4242, run_as_group=4343))["spec"]["template"]["spec"]
+    pod = build_job(model(), Attempt(LOCATION, URI, 1), JobSettings(run_as_user=4242, run_as_group=4343))["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (4242, 4343)
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -111,7 +112,7 @@ def test_pod_meets_pod_security_restricted_with_numeric_non_root_ids() -> None:
 
 
 def job_template_labels() -> dict[str, str]:
-    return build_job(model(), LOCATION, URI, 1, Settings())["spec"]["template"]["metadata"]["labels"]
+    return build_job(model(), Attempt(LOCATION, URI, 1), JobSettings())["spec"]["template"]["metadata"]["labels"]
 
 
 def test_basemodel_access_is_a_role_on_this_one_model() -> None:
@@ -136,7 +137,7 @@ def test_clusterbasemodel_binding_name_follows_its_subject_namespace() -> None:
 @pytest.mark.parametrize("namespace", ["models", None])
 def test_children_for_a_long_model_name_validate_strictly(version: str, namespace: str | None) -> None:
     target = model(LONG_NAME, namespace)
-    children = [build_job(target, LOCATION, URI, 3, Settings()), *build_access(target, "models")]
+    children = [build_job(target, Attempt(LOCATION, URI, 3), JobSettings()), *build_access(target, "models")]
     for child in children:
         assert kubernetes_errors(child, version) == []
         assert len(child["metadata"]["name"]) <= 63

@@ -26,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hooks.http import app as app_module
 from hooks.http.app import create_app
-from hooks.settings import Settings
+from hooks.settings import ServerSettings, Settings
 from tests.kustomize import readme_kustomization, render, write_overlay
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, kubernetes_errors
 
@@ -348,7 +348,7 @@ def _fail(*_args: Any, **_kwargs: Any) -> Any:
 def hook_series() -> dict[str, dict[str, set[str]]]:
     """The hook's series after one request of every outcome on every hook."""
     token = {"Authorization": "Bearer monitoring-test"}
-    served = create_app(Settings(auth_token="monitoring-test"), clock=lambda: NOW).test_client()
+    served = create_app(Settings(server=ServerSettings(auth_token="monitoring-test")), clock=lambda: NOW).test_client()
     for hook in ("sync", "customize", "finalize"):
         folder = FIXTURES / hook
         request = json.loads(sorted(folder.glob("*.request.json"))[0].read_text(encoding="utf-8"))
@@ -359,7 +359,7 @@ def hook_series() -> dict[str, dict[str, set[str]]]:
             patch.setattr(app_module, "sync", _fail)
             patch.setattr(app_module, "customize", _fail)
             assert served.post(f"/{hook}", json=request, headers=token).status_code == 500
-    small = create_app(Settings(max_request_bytes=1024), clock=lambda: NOW).test_client()
+    small = create_app(Settings(server=ServerSettings(max_request_bytes=1024)), clock=lambda: NOW).test_client()
     assert small.post("/sync", data=b"{" + b" " * 2048 + b"}", content_type="application/json").status_code == 413
     return merge(exposition_of(served), exposition_of(small))
 

@@ -16,7 +16,7 @@ import pytest
 
 from hooks.observed import BadRequest, read_model
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, job_name
-from hooks.settings import Settings
+from hooks.settings import RetrySettings, Settings
 from tests import golden, strategies
 
 ODD_VALUES: list[Any] = [None, 0, -1, 2**63, 1.5, True, "", "x", "pvc://", "\u0000", [], [None], {}, {"metadata": 1}]
@@ -49,7 +49,7 @@ def jobs_of_current_uri(request: Any) -> set[tuple[str, str]]:
         jobs = list(request["children"]["Job.batch/v1"].values())
     except (BadRequest, KeyError, TypeError, AttributeError):
         return set()
-    derived = {job_name(model, model.storage_uri, attempt) for attempt in range(1, Settings().max_attempts + 1)}
+    derived = {job_name(model, model.storage_uri, attempt) for attempt in range(1, Settings().retry.max_attempts + 1)}
     return {
         (job["metadata"].get("namespace"), job["metadata"]["name"])
         for job in jobs
@@ -136,7 +136,7 @@ def test_running_job_of_an_attempt_past_a_lowered_maximum_is_recognised_from_the
     model = read_model(request["parent"])
     job["metadata"]["name"] = job_name(model, model.storage_uri, 4)
     golden.observed_record(request).update(attempts="4", jobName=job["metadata"]["name"], result="Running")
-    status, body = post(request, Settings(max_attempts=2))
+    status, body = post(request, Settings(retry=RetrySettings(max_attempts=2)))
     assert status == 200
     assert [child["metadata"]["name"] for child in returned_jobs(body)] == [job["metadata"]["name"]]
 

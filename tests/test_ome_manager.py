@@ -126,7 +126,7 @@ def test_behind_the_fence_every_status_write_to_a_pvc_model_is_refused_and_backs
     def recording(obj: Obj, **writer: Any) -> Obj:
         try:
             return write_status(obj, **writer)
-        except ApiError as error:
+        except ApiError:
             refused.append((built.sim.clock.now, writer["user"]))
             raise
     monkeypatch.setattr(built.sim.cluster, "update_status", recording)

@@ -52,7 +52,7 @@ def answer(request: Any, settings: Settings, finalize: bool) -> dict[str, Any] |
 
 def jobs_of_current_uri(request: dict[str, Any], model: Model, settings: Settings) -> set[str]:
     """Names of the observed Jobs this hook built for the model's current URI (any attempt it allows)."""
-    derived = {job_name(model, model.storage_uri, attempt) for attempt in range(1, settings.max_attempts + 1)}
+    derived = {job_name(model, model.storage_uri, attempt) for attempt in range(1, settings.retry.max_attempts + 1)}
     return {job["metadata"]["name"] for job in request["children"][JOBS].values()} & derived
 
 
@@ -74,7 +74,7 @@ def check_answer(request: Any, settings: Settings, finalize: bool, response: dic
     finalizing = finalize or request.get("finalizing") is True
     assert set(response) <= ANSWER_KEYS | ({"finalized"} if finalizing else set())
     if "resyncAfterSeconds" in response:
-        limit = max(settings.retry_max_delay_seconds, settings.finalize_resync_seconds)
+        limit = max(settings.retry.max_delay_seconds, settings.sync.finalize_resync_seconds)
         assert 0 < response["resyncAfterSeconds"] <= limit and math.isfinite(response["resyncAfterSeconds"])
     status = dict(response["status"])
     if model.generation is not None:
@@ -143,7 +143,7 @@ def test_without_job_pods_customize_asks_for_the_pvc_alone(drawn: tuple[dict[str
     """READ_JOB_PODS=false spares Metacontroller a cache of every pod in the cluster."""
     request, settings = drawn
     try:
-        response = customize(request, replace(settings, read_job_pods=False))
+        response = customize(request, replace(settings, sync=replace(settings.sync, read_job_pods=False)))
     except BadRequest:
         return
     assert all(rule["resource"] == "persistentvolumeclaims" for rule in response["relatedResources"])

@@ -7,26 +7,27 @@ from pathlib import Path
 
 import pytest
 
-from hooks.settings import ENV_VARIABLES, ConfigError, Settings
+from hooks.settings import GROUPS, ConfigError, Settings, documented
 
 
 def test_defaults_match_the_contract() -> None:
     settings = Settings.from_env({})
-    assert settings.agent_image == "ghcr.io/moirai-internal/ome-agent:v0.1.5"
-    assert settings.agent_config == "/ome-agent.yaml"
-    assert settings.active_deadline_seconds == 300
-    assert settings.ttl_seconds_after_finished > 0
-    assert 1 <= settings.backoff_limit <= 6
-    assert settings.retry_base_delay_seconds >= 10
-    assert settings.retry_max_delay_seconds <= 3600
-    assert settings.max_attempts <= 10
-    assert settings.run_as_user != 0 and settings.run_as_group != 0
+    job, retry = settings.job, settings.retry
+    assert job.agent_image == "ghcr.io/moirai-internal/ome-agent:v0.1.5"
+    assert job.agent_config == "/ome-agent.yaml"
+    assert job.active_deadline_seconds == 300
+    assert job.ttl_seconds_after_finished > 0
+    assert 1 <= job.backoff_limit <= 6
+    assert retry.base_delay_seconds >= 10
+    assert retry.max_delay_seconds <= 3600
+    assert retry.max_attempts <= 10
+    assert job.run_as_user != 0 and job.run_as_group != 0
 
 
-def test_every_setting_has_a_documented_variable() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    for variable in ENV_VARIABLES.values():
-        assert f"`{variable}`" in readme, variable
+def test_every_field_of_every_group_names_its_variable_once_with_a_parser_and_a_meaning() -> None:
+    names = [variable.name for _, variable, _ in documented()]
+    assert len(names) == len(set(names)) == sum(len(fields(group)) for group in GROUPS)
+    assert all(variable.doc and callable(variable.parse) for _, variable, _ in documented())
 
 
 def test_environment_overrides_defaults() -> None:
@@ -39,11 +40,11 @@ def test_environment_overrides_defaults() -> None:
             "MODEL_MOUNT_PATH": "/models/",
         }
     )
-    assert settings.agent_image == "registry.example.com/ome/ome-agent:v0.1.4"
-    assert settings.run_as_user == 65532
-    assert settings.memory_limit == "1Gi"
-    assert settings.max_attempts == 3
-    assert settings.mount_path == "/models"
+    assert settings.job.agent_image == "registry.example.com/ome/ome-agent:v0.1.4"
+    assert settings.job.run_as_user == 65532
+    assert settings.job.memory_limit == "1Gi"
+    assert settings.retry.max_attempts == 3
+    assert settings.job.mount_path == "/models"
 
 
 @pytest.mark.parametrize(
@@ -82,7 +83,7 @@ def test_basic_auth_needs_both_halves_and_excludes_a_token() -> None:
 def test_secret_is_read_from_a_mounted_file(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("s3cr3t\n", encoding="utf-8")
-    assert Settings.from_env({"HOOK_AUTH_TOKEN_FILE": str(token)}).auth_token == "s3cr3t"
+    assert Settings.from_env({"HOOK_AUTH_TOKEN_FILE": str(token)}).server.auth_token == "s3cr3t"
 
 
 def test_unreadable_secret_file_names_the_variable(tmp_path: Path) -> None:
@@ -108,7 +109,7 @@ def test_configuration_that_would_break_every_job_is_refused(environment: dict[s
 
 def test_request_equal_to_limit_in_other_units_is_accepted() -> None:
     settings = Settings.from_env({"JOB_CPU_REQUEST": "700m", "JOB_CPU_LIMIT": "0.7", "JOB_MEMORY_REQUEST": "1024Mi", "JOB_MEMORY_LIMIT": "1Gi"})
-    assert (settings.cpu_request, settings.cpu_limit) == ("700m", "0.7")
+    assert (settings.job.cpu_request, settings.job.cpu_limit) == ("700m", "0.7")
 
 
 @pytest.mark.parametrize("path", ["//tmp", "/./tmp/models", "/tmp/../tmp"])
@@ -119,7 +120,7 @@ def test_mount_path_is_normalized_before_it_is_judged(path: str) -> None:
 
 @pytest.mark.parametrize(("raw", "value"), [("true", True), ("false", False), (" False ", False), ("TRUE", True)])
 def test_read_job_pods_reads_true_or_false(raw: str, value: bool) -> None:
-    assert Settings.from_env({"READ_JOB_PODS": raw}).read_job_pods is value
+    assert Settings.from_env({"READ_JOB_PODS": raw}).sync.read_job_pods is value
 
 
 def test_read_job_pods_refuses_anything_but_true_or_false() -> None:
@@ -139,7 +140,7 @@ def test_read_job_pods_refuses_anything_but_true_or_false() -> None:
     ],
 )
 def test_image_reference_the_kubelet_accepts_is_accepted(image: str) -> None:
-    assert Settings.from_env({"OME_AGENT_IMAGE": image}).agent_image == image
+    assert Settings.from_env({"OME_AGENT_IMAGE": image}).job.agent_image == image
 
 
 @pytest.mark.parametrize(
@@ -163,7 +164,7 @@ def test_image_reference_the_kubelet_refuses_is_refused_naming_the_rule_and_the_
 
 @pytest.mark.parametrize("value", ["1", "250m", "0.5", ".5", "5.", "+2", "1e3", "1E-1", "100k", "1M", "512Mi", "1.5Gi", "1n"])
 def test_quantity_the_api_server_accepts_is_accepted_as_written(value: str) -> None:
-    assert Settings.from_env({"JOB_CPU_REQUEST": value, "JOB_CPU_LIMIT": "1E", "JOB_MEMORY_LIMIT": value, "JOB_MEMORY_REQUEST": "1n"}).cpu_request == value
+    assert Settings.from_env({"JOB_CPU_REQUEST": value, "JOB_CPU_LIMIT": "1E", "JOB_MEMORY_LIMIT": value, "JOB_MEMORY_REQUEST": "1n"}).job.cpu_request == value
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,7 @@ def test_agent_config_where_the_job_cannot_hold_it_is_refused(environment: dict[
 
 @pytest.mark.parametrize("path", ["/etc/ome/ome-agent.yaml", "/mnt/models.yaml", "/tmpfiles/agent.yml"])
 def test_agent_config_in_the_agent_image_is_accepted(path: str) -> None:
-    assert Settings.from_env({"OME_AGENT_CONFIG": path}).agent_config == path
+    assert Settings.from_env({"OME_AGENT_CONFIG": path}).job.agent_config == path
 
 
 @pytest.mark.parametrize("token", ["tök3n", "a\x00b", "line\nbreak", "tab\tinside"])
@@ -240,5 +241,11 @@ def test_basic_auth_user_name_with_a_colon_is_refused_without_showing_it() -> No
 
 def test_each_default_passes_the_check_its_variable_gets() -> None:
     defaults = Settings()
-    environment = {ENV_VARIABLES[field.name]: str(getattr(defaults, field.name)) for field in fields(Settings)}
+    environment = {
+        item.metadata["variable"].name: str(getattr(group, item.name)).lower() if isinstance(getattr(group, item.name), bool)
+        else str(getattr(group, item.name))
+        for group in (defaults.job, defaults.retry, defaults.sync, defaults.server)
+        for item in fields(group)
+        if getattr(group, item.name) not in ("", None)
+    }
     assert Settings.from_env(environment) == defaults

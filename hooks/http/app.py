@@ -155,14 +155,14 @@ class HookCalls:
         """Every way out is a JSON answer, and only a decision is a 200."""
         settings = self.settings
         try:
-            if not authorized(environ.get("HTTP_AUTHORIZATION"), settings):
-                challenge = ("WWW-Authenticate", f'{auth_scheme(settings)} realm="basemodel-hook"')
+            if not authorized(environ.get("HTTP_AUTHORIZATION"), settings.server):
+                challenge = ("WWW-Authenticate", f'{auth_scheme(settings.server)} realm="basemodel-hook"')
                 return call.refuse("unauthorized", 401, "missing or wrong credentials", (challenge,))
-            return Answer(200, self._decide(call, _parse_body(environ, settings.max_request_bytes)))
+            return Answer(200, self._decide(call, _parse_body(environ, settings.server.max_request_bytes)))
         except BadRequest as error:
             return call.refuse("bad_request", 400, str(error))
         except RequestEntityTooLarge:
-            return call.refuse("too_large", 413, f"request body over {settings.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)")
+            return call.refuse("too_large", 413, f"request body over {settings.server.max_request_bytes} bytes (HOOK_MAX_REQUEST_BYTES)")
         except HTTPException as error:
             return call.refuse("bad_request", error.code or 400, error.description or error.name)
         except Exception as error:  # noqa: BLE001 - any bug must become a 5xx, never a partial 200

@@ -10,10 +10,10 @@ import base64
 import binascii
 import hmac
 
-from hooks.settings import Settings
+from hooks.settings import ServerSettings
 
 
-def auth_scheme(settings: Settings) -> str | None:
+def auth_scheme(settings: ServerSettings) -> str | None:
     """``Bearer``, ``Basic``, or None when the hook runs without authentication."""
     if settings.auth_token:
         return "Bearer"
@@ -22,7 +22,7 @@ def auth_scheme(settings: Settings) -> str | None:
     return None
 
 
-def authorized(header: str | None, settings: Settings) -> bool:
+def authorized(header: str | None, settings: ServerSettings) -> bool:
     """Whether an ``Authorization`` header carries the configured credentials."""
     scheme = auth_scheme(settings)
     if scheme is None:

@@ -15,7 +15,16 @@ from typing import Any, NamedTuple
 from hooks.conditions import format_time, parse_time
 from hooks.observed import BadRequest, PVCObservation, field
 from hooks.pvc.job_outcome import JobOutcome, Result, agent_said, pod_waiting, read_outcome
-from hooks.pvc.metadata_job import ATTEMPT_LABEL, build_access, build_job, build_record, built_with, job_name, job_names
+from hooks.pvc.metadata_job import (
+    ATTEMPT_LABEL,
+    Attempt,
+    build_access,
+    build_job,
+    build_record,
+    built_with,
+    job_name,
+    job_names,
+)
 from hooks.pvc.metadata_ready import JOB_FAILED, WAITING, failure_reason, metadata_present
 from hooks.pvc.record import ATTEMPT_NUMBER, Record, read_record
 from hooks.pvc.storage_uri import PVCLocation
@@ -83,7 +92,7 @@ def plan_extraction(seen: PVCObservation, storage_ready: bool, settings: Setting
     """A Job is wanted while the storage is ready, the metadata is missing and the model
     is not being deleted."""
     if seen.location is None:
-        return Plan(None, [], Record(seen.model.storage_uri), settings.max_attempts)
+        return Plan(None, [], Record(seen.model.storage_uri), settings.retry.max_attempts)
     observed = fold_observed(seen, seen.location, settings, now)
     wanted = storage_ready and not seen.finalizing and not metadata_present(seen.model.spec)
     decided = decide_attempt(observed, wanted, settings, now)
@@ -111,11 +120,11 @@ def decide_attempt(observed: Observed, wanted: bool, settings: Settings, now: da
     """The next attempt starts when a Job is wanted, none is under way, attempts are left
     and the delay after a failure is over; a delay not over yet asks to be called back."""
     record = observed.record
-    start = record.next_start(settings)
-    if not wanted or record.result not in (None, Result.FAILED) or record.attempts >= settings.max_attempts:
+    start = record.next_start(settings.retry)
+    if not wanted or record.result not in (None, Result.FAILED) or record.attempts >= settings.retry.max_attempts:
         return Decided(record, observed.outcome, wanted, start)
     if start is not None and now < start:
-        resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry_max_delay_seconds)
+        resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry.max_delay_seconds)
         return Decided(record, observed.outcome, wanted, start, resync_after)
     started = replace(
         record,
@@ -142,18 +151,18 @@ def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, 
         if (item["kind"], item["metadata"].get("namespace"), item["metadata"]["name"]) not in seen.access
     )
     jobs = [
-        build_job(model, location, model.storage_uri, attempt, built_with(job, settings))
+        build_job(model, Attempt(location, model.storage_uri, attempt), built_with(job, settings.job))
         for attempt, job in sorted(observed.jobs.items())
     ]
     requested = decided.record.result is Result.PENDING and decided.record.attempts not in observed.jobs
     creating = decided.wanted and requested
     record = replace(decided.record, message=_request_says(seen, location, decided, missing)) if requested else decided.record
     if creating and not missing:
-        jobs.append(build_job(model, location, model.storage_uri, record.attempts, settings))
+        jobs.append(build_job(model, Attempt(location, model.storage_uri, record.attempts), settings.job))
     children = jobs + access if jobs or creating else []
     if record.attempts and not seen.finalizing:
         children.append(build_record(model, location.namespace, record.data()))
-    return Plan(location, children, record, settings.max_attempts, decided.outcome, missing, decided.retry_at, decided.resync_after)
+    return Plan(location, children, record, settings.retry.max_attempts, decided.outcome, missing, decided.retry_at, decided.resync_after)
 
 
 def _request_says(seen: PVCObservation, location: PVCLocation, decided: Decided, missing: tuple[str, ...]) -> str:
@@ -181,7 +190,7 @@ def current_jobs(seen: PVCObservation, location: PVCLocation, record: Record, se
         return {}
     model = seen.model
     hinted = {_attempt_hint(job) for job in seen.jobs} - {None}
-    derived = job_names(model, model.storage_uri, {*range(1, settings.max_attempts + 1), record.attempts, *hinted} - {0})
+    derived = job_names(model, model.storage_uri, {*range(1, settings.retry.max_attempts + 1), record.attempts, *hinted} - {0})
     found = {}
     for job in seen.jobs:
         attempt = derived.get(job["metadata"]["name"])

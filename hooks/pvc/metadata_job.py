@@ -18,7 +18,7 @@ from typing import Any, Iterable, NamedTuple
 
 from hooks.observed import API_GROUP, Model, field
 from hooks.pvc.storage_uri import PVCLocation
-from hooks.settings import Settings
+from hooks.settings import JobSettings
 
 CONTAINER = "model-metadata"
 VOLUME = "model"
@@ -52,6 +52,14 @@ class Identity(NamedTuple):
     kind: str
     namespace: str
     name: str
+
+
+class Attempt(NamedTuple):
+    """One extraction attempt: where the model's files are, the URI it concerns, its number."""
+
+    location: PVCLocation
+    storage_uri: str
+    number: int
 
 
 def _identity(model: Model) -> Identity:
@@ -111,15 +119,14 @@ def _labels(identity: Identity) -> dict[str, str]:
     return labels
 
 
-def build_job(
-    model: Model, location: PVCLocation, storage_uri: str, attempt: int, settings: Settings
-) -> dict[str, Any]:
+def build_job(model: Model, attempt: Attempt, settings: JobSettings) -> dict[str, Any]:
     """The Job that mounts the PVC read-only and lets ``ome-agent`` fill the model's spec."""
-    return _job(_identity(model), location, storage_uri, attempt, settings)
+    return _job(_identity(model), attempt, settings)
 
 
 @functools.lru_cache(maxsize=1024)
-def _job(identity: Identity, location: PVCLocation, storage_uri: str, attempt: int, settings: Settings) -> dict[str, Any]:
+def _job(identity: Identity, attempt: Attempt, settings: JobSettings) -> dict[str, Any]:
+    location = attempt.location
     scope = ["--cluster-scoped"] if not identity.namespace else ["--basemodel-namespace", identity.namespace]
     resources = {
         "requests": {"cpu": settings.cpu_request, "memory": settings.memory_request},
@@ -129,10 +136,10 @@ def _job(identity: Identity, location: PVCLocation, storage_uri: str, attempt: i
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": _job_name(identity, storage_uri, attempt),
+            "name": _job_name(identity, attempt.storage_uri, attempt.number),
             "namespace": location.namespace,
-            "labels": {**_labels(identity), ATTEMPT_LABEL: str(attempt)},
-            "annotations": {STORAGE_URI_ANNOTATION: storage_uri},
+            "labels": {**_labels(identity), ATTEMPT_LABEL: str(attempt.number)},
+            "annotations": {STORAGE_URI_ANNOTATION: attempt.storage_uri},
         },
         "spec": {
             "backoffLimit": settings.backoff_limit,
@@ -203,49 +210,61 @@ def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
 
 @functools.lru_cache(maxsize=1024)
 def _access(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
-    labels = _labels(identity)
-    account = _service_account_name(identity)
-    rule = {
+    """The ServiceAccount and its grant: a Role in the model's namespace for a BaseModel,
+    a ClusterRole for a ClusterBaseModel (which has no namespace to hold a Role)."""
+    service_account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": _service_account_name(identity), "namespace": namespace, "labels": _labels(identity)},
+    }
+    grant = _namespaced_grant if identity.namespace else _cluster_grant
+    return [service_account, *grant(identity, resource, namespace)]
+
+
+def _rule(identity: Identity, resource: str) -> dict[str, Any]:
+    return {
         "apiGroups": [API_GROUP],
         "resources": [resource],
         "resourceNames": [identity.name],
         "verbs": ["get", "update", "patch"],
     }
-    subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
-    service_account = {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": account, "namespace": namespace, "labels": labels},
-    }
-    if identity.namespace:
-        local = {"name": account, "namespace": namespace, "labels": labels}
-        return [
-            service_account,
-            {"apiVersion": f"{RBAC_API}/v1", "kind": "Role", "metadata": local, "rules": [rule]},
-            {
-                "apiVersion": f"{RBAC_API}/v1",
-                "kind": "RoleBinding",
-                "metadata": local,
-                "roleRef": {"apiGroup": RBAC_API, "kind": "Role", "name": account},
-                "subjects": [subject],
-            },
-        ]
+
+
+def _subject(identity: Identity, namespace: str) -> dict[str, str]:
+    return {"kind": "ServiceAccount", "name": _service_account_name(identity), "namespace": namespace}
+
+
+def _namespaced_grant(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
+    account = _service_account_name(identity)
+    local = {"name": account, "namespace": namespace, "labels": _labels(identity)}
+    return [
+        {"apiVersion": f"{RBAC_API}/v1", "kind": "Role", "metadata": local, "rules": [_rule(identity, resource)]},
+        {
+            "apiVersion": f"{RBAC_API}/v1",
+            "kind": "RoleBinding",
+            "metadata": local,
+            "roleRef": {"apiGroup": RBAC_API, "kind": "Role", "name": account},
+            "subjects": [_subject(identity, namespace)],
+        },
+    ]
+
+
+def _cluster_grant(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
     role = f"ome-metadata-{_stem(identity.name, 40)}-{_digest(*identity)[:8]}"
     binding = f"ome-metadata-{_stem(identity.name, 40)}-{_digest(*identity, namespace)[:8]}"
     return [
-        service_account,
         {
             "apiVersion": f"{RBAC_API}/v1",
             "kind": "ClusterRole",
-            "metadata": {"name": role, "labels": labels},
-            "rules": [rule],
+            "metadata": {"name": role, "labels": _labels(identity)},
+            "rules": [_rule(identity, resource)],
         },
         {
             "apiVersion": f"{RBAC_API}/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": binding, "labels": labels},
+            "metadata": {"name": binding, "labels": _labels(identity)},
             "roleRef": {"apiGroup": RBAC_API, "kind": "ClusterRole", "name": role},
-            "subjects": [subject],
+            "subjects": [_subject(identity, namespace)],
         },
     ]
 
@@ -265,7 +284,7 @@ def build_record(model: Model, namespace: str, data: dict[str, str]) -> dict[str
     }
 
 
-def built_with(job: dict[str, Any], settings: Settings) -> Settings:
+def built_with(job: dict[str, Any], settings: JobSettings) -> JobSettings:
     """The settings an observed Job was built with, read back from the fields they fill.
 
     An existing Job is returned exactly as it was built for its attempt, even after the

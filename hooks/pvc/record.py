@@ -19,7 +19,7 @@ from hooks.observed import PVCObservation, field, text
 from hooks.pvc.job_outcome import Result
 from hooks.pvc.metadata_job import service_account_name
 from hooks.pvc.metadata_ready import FAILURE_REASONS
-from hooks.settings import Settings
+from hooks.settings import RetrySettings
 
 ATTEMPT_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
 INT32_MAX = 2**31 - 1
@@ -61,20 +61,20 @@ class Record:
         """The record ConfigMap's data: the status form in strings."""
         return {key: str(value) for key, value in self.render().items()}
 
-    def next_start(self, settings: Settings) -> datetime | None:
+    def next_start(self, retry: RetrySettings) -> datetime | None:
         """When the attempt after a failed one may start; None when nothing failed."""
         failed = parse_time(self.failed_at) if self.result is Result.FAILED else None
         if failed is None:
             return None
         try:
-            return failed + timedelta(seconds=retry_delay(self.attempts, settings))
+            return failed + timedelta(seconds=retry_delay(self.attempts, retry))
         except OverflowError:
             return datetime.max.replace(tzinfo=timezone.utc)
 
 
-def retry_delay(attempt: int, settings: Settings) -> int:
+def retry_delay(attempt: int, retry: RetrySettings) -> int:
     """Seconds to wait after ``attempt`` failed: doubling from the base, capped."""
-    return min(settings.retry_base_delay_seconds << min(attempt - 1, 32), settings.retry_max_delay_seconds)
+    return min(retry.base_delay_seconds << min(attempt - 1, 32), retry.max_delay_seconds)
 
 
 def read_record(seen: PVCObservation, namespace: str) -> Record:
