@@ -6,7 +6,6 @@ Without kubectl the tests that need a rendering skip, except in CI, which must r
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,9 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import docs
+
 REPO = Path(__file__).resolve().parents[1]
-# README overlays live in overlays/<name>/ of the reader's copy.
-README_PATHS = {"../../metacontroller": REPO / "metacontroller", "../../metacontroller/monitoring": REPO / "metacontroller" / "monitoring"}
+# The docs' overlays live in overlays/<name>/ of the reader's copy.
+DOCUMENTED_PATHS = {"../../metacontroller": REPO / "metacontroller", "../../metacontroller/monitoring": REPO / "metacontroller" / "monitoring"}
 
 
 def render(directory: Path) -> list[dict[str, Any]]:
@@ -54,13 +55,11 @@ def write_overlay(directory: Path, kustomization: dict[str, Any]) -> Path:
     return directory
 
 
-
-def readme_kustomization(containing: str) -> dict[str, Any]:
-    """The README's example overlay whose YAML holds ``containing``, its paths pointing into this repository."""
-    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "README.md").read_text(encoding="utf-8"), re.S)
-    (block,) = [b for b in blocks if "kind: Kustomization" in b and containing in b]
+def documented_kustomization(containing: str) -> dict[str, Any]:
+    """The docs' example overlay whose YAML holds ``containing``, its paths pointing into this repository."""
+    (block,) = [b for b in docs.blocks("yaml") if "kind: Kustomization" in b and containing in b]
     document = yaml.safe_load(block)
     for key in ("resources", "components"):
         if key in document:
-            document[key] = [README_PATHS.get(entry, entry) for entry in document[key]]
+            document[key] = [DOCUMENTED_PATHS.get(entry, entry) for entry in document[key]]
     return document

@@ -23,7 +23,7 @@ import yaml
 
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL
 from tests import dockerfile
-from tests.kustomize import readme_kustomization, render, write_overlay
+from tests.kustomize import documented_kustomization, render, write_overlay
 from tests.schemas import GO_DURATION, KUBERNETES_VERSIONS, errors_of, served
 
 REPO = Path(__file__).resolve().parents[1]
@@ -962,7 +962,7 @@ def test_dockerfile_installs_dependencies_before_copying_the_code():
 
 
 def test_readme_overlay_points_the_deployment_at_the_readers_own_image(tmp_path):
-    kustomization = readme_kustomization("images:")
+    kustomization = documented_kustomization("images:")
     (entry,) = kustomization["images"]
     assert entry["name"] == HOOK_IMAGE.split(":")[0]
     objects = render(write_overlay(tmp_path / "my-cluster", kustomization))
@@ -989,7 +989,7 @@ def test_dockerignore_keeps_venv_git_and_caches_out_of_the_build_context():
 def _readme_overlay_webhooks(tmp_path: Path, containing: str) -> dict[str, dict]:
     """Every webhook of every controller after the README's overlay holding ``containing``
     (its own RBAC files, which the reader writes beside it, left out)."""
-    kustomization = readme_kustomization(containing)
+    kustomization = documented_kustomization(containing)
     kustomization["resources"] = [entry for entry in kustomization["resources"] if isinstance(entry, Path)]
     objects = render(write_overlay(tmp_path / "my-cluster", kustomization))
     return {

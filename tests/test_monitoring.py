@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from hooks.http import app as app_module
 from hooks.http.app import create_app
 from hooks.settings import ServerSettings, Settings
-from tests.kustomize import readme_kustomization, render, write_overlay
+from tests.kustomize import documented_kustomization, render, write_overlay
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, kubernetes_errors
 
 REPO = Path(__file__).resolve().parents[1]
@@ -236,7 +236,7 @@ def base() -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def with_monitoring(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     # The README's overlay, as a reader would write it.
-    kustomization = readme_kustomization("components:")
+    kustomization = documented_kustomization("components:")
     assert kustomization["resources"] == [MANIFESTS] and kustomization["components"] == [MONITORING]
     return render(write_overlay(tmp_path_factory.mktemp("overlay") / "with-monitoring", kustomization))
 
