@@ -10,9 +10,7 @@ from typing import Any, Callable
 
 import pytest
 from flask.testing import FlaskClient
-from werkzeug.exceptions import HTTPException
 from werkzeug.test import EnvironBuilder
-from werkzeug.wsgi import get_input_stream
 
 from hooks.http import app as app_module
 from hooks.http.app import create_app
@@ -370,37 +368,3 @@ def test_other_methods_and_paths_are_flasks_json_refusals(path: str, method: str
     assert answered == status
     assert ("Content-Type", "application/json") in headers and "error" in json.loads(body)
 
-
-def werkzeug_read(environ: dict[str, Any], limit: int) -> bytes | type[Exception]:
-    try:
-        return get_input_stream(environ, max_content_length=limit + 1).read()
-    except HTTPException as refusal:
-        return type(refusal)
-
-
-def hook_read(environ: dict[str, Any], limit: int) -> bytes | type[Exception]:
-    try:
-        return app_module._read_body(environ, limit)
-    except HTTPException as refusal:
-        return type(refusal)
-
-
-@pytest.mark.parametrize(
-    "request_shape",
-    [
-        {"data": FIXTURE_BODY, "server_ends_stream": True},
-        {"data": b"", "server_ends_stream": True},
-        {"data": b"{" + b" " * (LIMIT - 2) + b"}", "server_ends_stream": True},
-        {"data": TOO_LARGE, "server_ends_stream": True},
-        {"data": FIXTURE_BODY, "server_ends_stream": True, "broken": True},
-        {"data": FIXTURE_BODY, "server_ends_stream": True, "content_length": -1},
-        {"data": TOO_LARGE, "chunked": True},
-        {"data": FIXTURE_BODY},
-        {"data": b'{"parent": {}}', "content_length": 100},
-    ],
-    ids=["gunicorn", "gunicorn-empty", "gunicorn-at-limit", "gunicorn-over-limit", "gunicorn-reset",
-         "gunicorn-bad-length", "chunked-over-limit", "test-client", "short-body"],
-)
-def test_the_body_is_read_as_werkzeug_reads_it_for_flask(request_shape: dict[str, Any]) -> None:
-    """Reading gunicorn's input directly must give the bytes, or the refusal, werkzeug would."""
-    assert hook_read(hook_environ(**request_shape), LIMIT) == werkzeug_read(hook_environ(**request_shape), LIMIT)

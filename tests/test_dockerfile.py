@@ -1,4 +1,5 @@
-"""The Dockerfile passes hadolint and builds on the Python pyproject.toml promises."""
+"""The Dockerfile passes hadolint, builds on the Python pyproject.toml promises, installs the
+locked dependencies before the code, and its .dockerignore keeps the build context small."""
 
 from __future__ import annotations
 
@@ -42,3 +43,27 @@ def test_image_installs_the_lock_by_hash_before_the_code_and_the_package_without
     assert lock_copy < lock_install < code_copy
     package_installs = [rest for word, rest in builder[code_copy:] if word == "RUN" and "pip install" in rest]
     assert package_installs and all(rest.startswith("pip install --no-deps . ") for rest in package_installs), package_installs
+
+
+def test_dockerfile_installs_dependencies_before_copying_the_code() -> None:
+    instructions = dockerfile.instructions()
+    copies = [r for w, r in instructions if w == "COPY"]
+    first_code = next(i for i, r in enumerate(copies) if r.startswith("hooks/"))
+    assert copies.index("pyproject.toml ./") < first_code
+    runs = [(i, r) for i, (w, r) in enumerate(instructions) if w == "RUN"]
+    deps_install = next(i for i, r in runs if "pip install -r" in r)
+    code_copy = next(i for i, (w, r) in enumerate(instructions) if w == "COPY" and r.startswith("hooks/"))
+    assert deps_install < code_copy
+
+
+def test_dockerignore_keeps_venv_git_and_caches_out_of_the_build_context() -> None:
+    lines = [
+        line.strip()
+        for line in (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert lines[0] == "*", "allow-list: exclude everything, then re-include"
+    reincluded = {line[1:] for line in lines if line.startswith("!")}
+    assert reincluded == {"requirements.lock", "pyproject.toml", "README.md", "hooks/"}
+    for pattern in (".git", ".venv", "**/__pycache__", "**/.pytest_cache"):
+        assert pattern in lines

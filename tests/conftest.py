@@ -1,0 +1,95 @@
+"""Fixtures for the manifest tests: the install `kubectl kustomize` renders from
+metacontroller/, its objects, and upstream's CRDs from the shared/ reference pack.
+
+Each rendering runs once per session, however many modules read it; the tests read the
+objects and never change them. The fixtures reading upstream's CRDs skip, saying what
+they need, where shared/ is absent (see ``tests/manifests.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.kustomize import render
+from tests.manifests import (
+    HOOK_NAME,
+    LABEL_KEEPER,
+    MANIFESTS,
+    METACONTROLLER_ROLE,
+    Obj,
+    crd_schema,
+    one,
+    upstream_crd,
+)
+
+
+@pytest.fixture(scope="session")
+def rendered() -> list[Obj]:
+    """What `kubectl apply -k metacontroller/` installs."""
+    return render(MANIFESTS)
+
+
+@pytest.fixture(scope="session")
+def rendered_crds() -> list[Obj]:
+    """What `kubectl apply -k metacontroller/crds` installs."""
+    return render(MANIFESTS / "crds")
+
+
+@pytest.fixture(scope="session")
+def our_crds(rendered_crds: list[Obj]) -> dict[str, Obj]:
+    """Our CRDs by the kind they define."""
+    return {c["spec"]["names"]["kind"]: c for c in rendered_crds}
+
+
+@pytest.fixture(scope="session")
+def upstream_crds() -> dict[str, Obj]:
+    """OME's own CRDs by the kind they define."""
+    return {
+        "BaseModel": upstream_crd("ome.io_basemodels.yaml"),
+        "ClusterBaseModel": upstream_crd("ome.io_clusterbasemodels.yaml"),
+    }
+
+
+@pytest.fixture(scope="session")
+def compositecontroller_schema() -> Obj:
+    """The schema of Metacontroller's CompositeController CRD."""
+    crd = upstream_crd("metacontroller.k8s.io_compositecontrollers.yaml")
+    assert crd["metadata"]["name"] == "compositecontrollers.metacontroller.k8s.io"
+    return crd_schema(crd)
+
+
+@pytest.fixture(scope="session")
+def controllers(rendered: list[Obj]) -> dict[str, Obj]:
+    """The CompositeControllers by name."""
+    return {o["metadata"]["name"]: o for o in rendered if o["kind"] == "CompositeController"}
+
+
+@pytest.fixture(scope="session")
+def decorator(rendered: list[Obj]) -> Obj:
+    """The label keeper's DecoratorController."""
+    return one(rendered, "DecoratorController", LABEL_KEEPER)
+
+
+@pytest.fixture(scope="session")
+def deployment(rendered: list[Obj]) -> Obj:
+    """The hook's Deployment."""
+    return one(rendered, "Deployment", HOOK_NAME)
+
+
+@pytest.fixture(scope="session")
+def pod_spec(deployment: Obj) -> Obj:
+    """The spec of the hook's pods."""
+    return deployment["spec"]["template"]["spec"]
+
+
+@pytest.fixture(scope="session")
+def container(pod_spec: Obj) -> Obj:
+    """The hook's only container."""
+    (c,) = pod_spec["containers"]
+    return c
+
+
+@pytest.fixture(scope="session")
+def metacontroller_role(rendered: list[Obj]) -> Obj:
+    """The ClusterRole the install grants Metacontroller."""
+    return one(rendered, "ClusterRole", METACONTROLLER_ROLE)

@@ -1,0 +1,67 @@
+"""The overlays the docs tell a reader to write over metacontroller/: their own image, a
+bearer token, mutual TLS, their own URL. Each is read from the docs (README.md and
+docs/*.md, through ``tests/docs.py``), written where a reader would and rendered with
+`kubectl kustomize`, so that what the docs say is what a cluster gets.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests import docs
+from tests.kustomize import documented_kustomization, render, write_overlay
+from tests.manifests import HOOK_IMAGE, LABEL_KEEPER, Obj
+
+# Both CompositeControllers' sync, customize and finalize hooks, and the label keeper's sync.
+HOOKS_CALLED = 7
+
+
+def documented_overlay_webhooks(tmp_path: Path, containing: str) -> dict[str, Obj]:
+    """Every webhook of every controller, by ``controller/hook``, after the docs' overlay
+    holding ``containing`` (its own RBAC files, which the reader writes beside it, left out)."""
+    kustomization = documented_kustomization(containing)
+    kustomization["resources"] = [entry for entry in kustomization["resources"] if isinstance(entry, Path)]
+    objects = render(write_overlay(tmp_path / "my-cluster", kustomization))
+    return {
+        f"{obj['metadata']['name']}/{hook}": spec["webhook"]
+        for obj in objects
+        if obj["kind"] in ("CompositeController", "DecoratorController")
+        for hook, spec in obj["spec"]["hooks"].items()
+    }
+
+
+def test_documented_image_overlay_points_the_deployment_at_the_image_the_docs_build(tmp_path):
+    kustomization = documented_kustomization("images:")
+    (entry,) = kustomization["images"]
+    assert entry["name"] == HOOK_IMAGE.split(":")[0]
+    objects = render(write_overlay(tmp_path / "my-cluster", kustomization))
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"{entry['newName']}:{entry['newTag']}"
+    built = re.findall(r"^docker build -t (\S+) \.$", docs.text(), re.M)
+    assert built == [container["image"]], "the docs build the image the overlay names"
+
+
+def test_documented_authentication_overlay_covers_every_hook_the_controllers_call(tmp_path):
+    """The label keeper calls the hook too: without the token it gets a 401."""
+    webhooks = documented_overlay_webhooks(tmp_path, "HOOK_AUTH_TOKEN_FILE")
+    assert len(webhooks) == HOOKS_CALLED
+    assert {name for name, webhook in webhooks.items() if "authorization" not in webhook} == set()
+
+
+def test_documented_mutual_tls_overlay_covers_every_hook_the_controllers_call(tmp_path):
+    webhooks = documented_overlay_webhooks(tmp_path, "HOOK_TLS_CLIENT_CA_FILE")
+    assert len(webhooks) == HOOKS_CALLED
+    for name, webhook in webhooks.items():
+        assert webhook["service"]["protocol"] == "https", name
+        assert "caBundle" in webhook and "clientTLS" in webhook, name
+
+
+def test_documented_own_url_overlay_moves_every_hook_the_controllers_call(tmp_path):
+    webhooks = documented_overlay_webhooks(tmp_path, "basemodel-hook.example.com/sync")
+    assert len(webhooks) == HOOKS_CALLED
+    for name, webhook in webhooks.items():
+        assert "service" not in webhook and "path" not in webhook, name
+        assert webhook["url"].startswith("https://basemodel-hook.example.com/"), name
+    assert webhooks[f"{LABEL_KEEPER}/sync"]["url"].endswith("/label")
