@@ -8,6 +8,8 @@ its configuration's fields. Every PromQL expression must parse, and every metric
 label) an alert or a panel uses must be one that something really exports under that
 name: the hook (read from its own /metrics after one request of every outcome),
 kube-state-metrics (derived from our configuration), Prometheus or Metacontroller.
+kube-state-metrics makes series for every model, OME's own included, so whatever is
+about models reads only those the label keeper marks as the hook's (storage="pvc").
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from hooks.http import app as app_module
 from hooks.http.app import create_app
+from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL, keep_label
 from hooks.settings import ServerSettings, Settings
 from tests.kustomize import documented_kustomization, render, write_overlay
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, kubernetes_errors
@@ -49,9 +52,15 @@ WELL_KNOWN = {
     "up": TARGET_LABELS,
     # Metacontroller: client-go's work queue metrics, which it exports through
     # controller-runtime's registry; one queue per controller, named
-    # CompositeController-<name> (pkg/controller/composite/controller.go).
+    # CompositeController-<name> or DecoratorController-<name> (metacontroller_queue_names).
     "workqueue_retries_total": {"name", "controller"} | TARGET_LABELS,
 }
+# The series kube-state-metrics makes from our configuration: one per model, whoever owns it.
+MODEL_SERIES_PREFIX = "kube_ome_"
+# The label that says a model is the hook's: the one the label keeper writes and the
+# CompositeControllers select by, as a kube-state-metrics path, and the only value it has.
+STORAGE_LABEL_PATH = ["metadata", "labels", STORAGE_LABEL]
+KNOWN_PATH_VALUES = {tuple(STORAGE_LABEL_PATH): {PVC_STORAGE}}
 # Grafana's variables, replaced the way Grafana does before a query is sent.
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$namespace": HOOK_NS}
 
@@ -380,7 +389,8 @@ def kube_state_metrics_series(config: dict[str, Any]) -> dict[str, dict[str, set
 
     The name is ``<metricNamePrefix>_<name>`` (default prefix ``kube_customresource``),
     labels are the resource's and the metric's labelsFromPath, a StateSet's labelName and
-    the customresource_group/_version/_kind labels it always adds."""
+    the customresource_group/_version/_kind labels it always adds. A resource label read
+    from the model's storage label has the one value the label keeper writes."""
     conditions = golden_conditions()
     status_enum = set(condition_status_enum())
     series: dict[str, dict[str, set[str] | None]] = {}
@@ -391,7 +401,7 @@ def kube_state_metrics_series(config: dict[str, Any]) -> dict[str, dict[str, set
             "customresource_group": {gvk["group"]},
             "customresource_version": {gvk["version"]},
             "customresource_kind": {gvk["kind"]},
-            **{label: None for label in resource.get("labelsFromPath", {})},
+            **{label: KNOWN_PATH_VALUES.get(tuple(path)) for label, path in resource.get("labelsFromPath", {}).items()},
         }
         for metric in resource["metrics"]:
             each = metric["each"]
@@ -647,6 +657,40 @@ def test_kube_state_metrics_paths_exist_in_the_crd_and_states_match_its_enum(ksm
         assert resource["labelsFromPath"]["namespace"] == ["metadata", "namespace"]
 
 
+def ksm_resolve(obj: Any, path: list[str]) -> Any:
+    """What kube-state-metrics reads at ``path`` (pkg/customresourcestate, compilePath): a
+    plain segment is a map key, whole, dots and slashes included; None if it is missing."""
+    for part in path:
+        assert not (part.startswith("[") and part.endswith("]")) and "=" not in part, f"kube-state-metrics reads {part!r} as a lookup, not a key"
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def test_kube_state_metrics_storage_label_is_the_one_the_keeper_sets_and_the_controllers_select(ksm_config):
+    selected = set()
+    for document in yaml.safe_load_all((MANIFESTS / "compositecontrollers.yaml").read_text(encoding="utf-8")):
+        selected |= set(document["spec"]["parentResource"]["labelSelector"]["matchLabels"].items())
+    assert selected == {(STORAGE_LABEL, PVC_STORAGE)}
+    for resource in ksm_config["spec"]["resources"]:
+        assert resource["labelsFromPath"]["storage"] == STORAGE_LABEL_PATH, resource["groupVersionKind"]["kind"]
+
+
+@pytest.mark.parametrize("request_file", sorted((FIXTURES / "label").glob("*.request.json")), ids=lambda p: p.name.split(".")[0])
+def test_kube_state_metrics_storage_label_reads_what_the_keeper_answered(ksm_config, request_file):
+    """The model as Metacontroller leaves it after the keeper's answer (labels merged, a
+    null removing one) carries storage="pvc" exactly when it is a pvc:// model, and no
+    storage label otherwise (kube-state-metrics skips a label whose path is missing)."""
+    request = json.loads(request_file.read_text(encoding="utf-8"))
+    model = request["object"]
+    answer = keep_label(request)
+    labels = {**model["metadata"].get("labels", {}), **answer["labels"]}
+    model["metadata"]["labels"] = {k: v for k, v in labels.items() if v is not None}
+    (resource,) = [r for r in ksm_config["spec"]["resources"] if r["groupVersionKind"]["kind"] == model["kind"]]
+    assert ksm_resolve(model, resource["labelsFromPath"]["storage"]) == answer["labels"][STORAGE_LABEL]
+
+
 def test_kube_state_metrics_may_list_and_watch_the_models_and_crds(added):
     role = added[("ClusterRole", "", "ome-basemodel-hook-kube-state-metrics")]
     granted = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"] for resource in rule["resources"] for verb in rule["verbs"]}
@@ -751,8 +795,45 @@ def test_alerts_cover_the_hooks_errors_latency_reachability_and_the_models(alert
             assert any(("state", state) in matchers[a] and f"kube_ome_{kind}_state" in used[a] for a in used), (state, kind)
 
 
+def model_selectors_not_limited_to_pvc(expr: str) -> list[str]:
+    """The kube_ome_* selectors of ``expr`` that do not match storage="pvc" exactly."""
+    return [
+        s.name
+        for s in selectors(expr)
+        if s.name.startswith(MODEL_SERIES_PREFIX)
+        and not any(m.name == "storage" and str(m.op).endswith(".Equal") and m.value == PVC_STORAGE for m in s.matchers.matchers)
+    ]
+
+
+def test_model_scope_check_rejects_a_selector_that_reads_every_model():
+    assert model_selectors_not_limited_to_pvc('kube_ome_basemodel_state{state="Failed"} == 1') == ["kube_ome_basemodel_state"]
+    assert model_selectors_not_limited_to_pvc('kube_ome_clusterbasemodel_state{storage=~"pvc|"}') == ["kube_ome_clusterbasemodel_state"]
+    assert model_selectors_not_limited_to_pvc('kube_ome_basemodel_state{storage!="pvc"}') == ["kube_ome_basemodel_state"]
+    assert model_selectors_not_limited_to_pvc('kube_ome_basemodel_state{storage="pvc"} or up') == []
+
+
+def test_model_alerts_and_panels_concern_only_pvc_models(expressions, alerts, dashboard):
+    """An hf:// or oci:// model is OME's: it may download In_Transit for hours, and its
+    failures are not the hook's to page for. Every query reading a kube_ome_* series
+    selects storage="pvc", and the alerts and panels that do say they are about PVC models."""
+    unscoped = [f"{where}: {name}" for where, expr in expressions.items() for name in model_selectors_not_limited_to_pvc(expr)]
+    assert not unscoped, "\n".join(unscoped)
+    model_alerts = [a for a in alerts if any(s.name.startswith(MODEL_SERIES_PREFIX) for s in selectors(a["expr"]))]
+    assert {a["alert"] for a in model_alerts} == {"OMEPVCModelFailed", "OMEPVCModelInTransitTooLong"}
+    for alert in model_alerts:
+        assert "pvc://" in alert["annotations"]["summary"], alert["alert"]
+    model_panels = [
+        panel
+        for panel in dashboard["panels"]
+        if any(s.name.startswith(MODEL_SERIES_PREFIX) for target in panel["targets"] for s in selectors(substitute_grafana_variables(target["expr"])))
+    ]
+    assert model_panels, "no panel shows the models"
+    for panel in model_panels:
+        assert panel["title"].startswith("PVC models"), panel["title"]
+
+
 def test_failed_model_alert_carries_the_ready_reason(alerts):
-    (failed,) = [a for a in alerts if a["alert"] == "OMEModelFailed"]
+    (failed,) = [a for a in alerts if a["alert"] == "OMEPVCModelFailed"]
     assert {"kube_ome_basemodel_condition", "kube_ome_clusterbasemodel_condition"} <= {s.name for s in selectors(failed["expr"])}
     assert "$labels.reason" in failed["annotations"]["summary"]
 
@@ -810,6 +891,16 @@ def test_dashboard_shows_requests_latency_errors_decisions_and_models_by_state(d
     } <= used
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
+
+
+def test_dashboard_shows_the_retries_of_every_queue_of_ours_and_no_other(dashboard, known_series):
+    shown: set[str] = set()
+    for _, expr in panel_queries(dashboard):
+        for selector in selectors(substitute_grafana_variables(expr)):
+            if selector.name == "workqueue_retries_total":
+                (matcher,) = selector.matchers.matchers
+                shown |= set(matcher.value.split("|"))
+    assert shown == known_series["workqueue_retries_total"]["name"]
 
 
 def test_dashboard_variables_offer_values_of_a_label_their_series_has(dashboard, known_series):
