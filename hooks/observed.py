@@ -9,8 +9,7 @@ v1 and v2 read alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hooks.names import is_dns_label, is_dns_subdomain
 from hooks.pvc.storage_uri import PVCLocation, StorageURIError, parse_pvc_uri
@@ -19,6 +18,7 @@ API_GROUP = "ome.io"
 API_VERSION = "ome.io/v1beta1"
 BASE_MODEL = "BaseModel"
 CLUSTER_BASE_MODEL = "ClusterBaseModel"
+METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
 
 JOBS = "Job.batch/v1"
 SERVICE_ACCOUNTS = "ServiceAccount.v1"
@@ -37,8 +37,7 @@ class BadRequest(ValueError):
     """The request cannot be understood; answered with 400 and this message."""
 
 
-@dataclass(frozen=True)
-class Model:
+class Model(NamedTuple):
     """The parent BaseModel or ClusterBaseModel, as far as the decisions care."""
 
     kind: str
@@ -63,13 +62,13 @@ class Model:
 Access = frozenset[tuple[str, str | None, str]]
 
 
-@dataclass(frozen=True)
-class PVCObservation:
+class PVCObservation(NamedTuple):
     """Everything a ``pvc://`` model's sync is decided from, read from the request once:
     the model, whether it is being finalized, where its URI points (or why it cannot be
     used), its observed children (Jobs, the (kind, namespace, name) of its ServiceAccount
     and RBAC objects, record ConfigMaps) and the related PVCs and Job pods. Whether any
-    child remains is read only while finalizing: it is what a deletion waits for."""
+    child remains is read only while finalizing: it is what a deletion waits for. Whether
+    the spec already holds the metadata decides whether a Job is wanted at all."""
 
     model: Model
     finalizing: bool
@@ -81,6 +80,7 @@ class PVCObservation:
     pvcs: list[dict[str, Any]]
     pods: list[dict[str, Any]]
     remaining: bool
+    metadata_present: bool
 
 
 def observe_pvc_model(request: dict[str, Any], model: Model, finalizing: bool) -> PVCObservation:
@@ -105,7 +105,14 @@ def observe_pvc_model(request: dict[str, Any], model: Model, finalizing: bool) -
         pvcs=object_group(request, "related", PVCS, required=True) if location else [],
         pods=object_group(request, "related", PODS, required=False) if location else [],
         remaining=finalizing and has_children(request),
+        metadata_present=holds_metadata(model.spec),
     )
+
+
+def holds_metadata(spec: dict[str, Any]) -> bool:
+    """The contract's test of metadata being present: without these three the model cannot
+    be scheduled sensibly, and with them no Job is needed."""
+    return all(isinstance(spec.get(key), str) and spec[key] for key in METADATA_FIELDS)
 
 
 def _read_access(request: dict[str, Any], model: Model) -> Access:

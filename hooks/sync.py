@@ -8,9 +8,8 @@ the same request at the same ``now`` always gives the same bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
 from hooks.hand_back import HANDED_BACK, hand_back
@@ -25,8 +24,7 @@ from hooks.states import State
 READY = "Ready"
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """The answer to one sync or finalize call and the flow that gave it. What is worth
     counting and logging is read from the answer itself, so it cannot say otherwise."""
 
@@ -70,11 +68,11 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
 def compose_status(seen: PVCObservation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
     """The state the first blocker implies, then the conditions (``Ready`` repeating that
     blocker), then what the URI resolved to and the extraction's record."""
-    model = seen.model
-    metadata = metadata_ready(seen, plan, storage.ready)
+    model, storage_ready = seen.model, storage.ready
+    metadata = metadata_ready(seen, plan, storage_ready)
     conditions = (storage.condition, metadata.condition, _ready(storage.condition, metadata.condition))
     return {
-        "state": storage.state if not storage.ready else State.READY if metadata.condition.is_true else metadata.state,
+        "state": storage.state if not storage_ready else State.READY if metadata.condition.is_true else metadata.state,
         **kept_status(model),
         "conditions": stamp(conditions, model.status.get("conditions"), now, model.generation),
         **({"storage": storage.fields} if storage.fields is not None else {}),

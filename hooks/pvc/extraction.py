@@ -8,12 +8,11 @@ Kubernetes removes it: Metacontroller deletes every child an answer leaves out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from hooks.conditions import format_time, parse_time
-from hooks.observed import BadRequest, PVCObservation, field
+from hooks.observed import BadRequest, Model, PVCObservation, field
 from hooks.pvc.job_outcome import JobOutcome, Result, agent_said, pod_waiting, read_outcome
 from hooks.pvc.metadata_job import (
     ATTEMPT_LABEL,
@@ -25,7 +24,7 @@ from hooks.pvc.metadata_job import (
     job_name,
     job_names,
 )
-from hooks.pvc.metadata_ready import JOB_FAILED, WAITING, failure_reason, metadata_present
+from hooks.pvc.metadata_ready import JOB_FAILED, WAITING, failure_reason
 from hooks.pvc.record import ATTEMPT_NUMBER, Record, read_record
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.settings import Settings
@@ -42,21 +41,19 @@ class Newest(NamedTuple):
     outcome: JobOutcome
 
 
-@dataclass(frozen=True)
-class Observed:
+class Observed(NamedTuple):
     """Step 1: where the Jobs run, the record with the newest observed Job folded in, the
-    observed Jobs of the current URI by attempt, what the newest one says, and the name
-    the next attempt's Job would take."""
+    observed Jobs of the current URI by attempt, what the newest one says, and the model
+    they are for."""
 
     location: PVCLocation
     record: Record
     jobs: dict[int, dict[str, Any]]
     outcome: JobOutcome | None
-    next_job: str
+    model: Model
 
 
-@dataclass(frozen=True)
-class Decided:
+class Decided(NamedTuple):
     """Step 2: the record with the next attempt started, or not; whether a Job is wanted
     at all; when the attempt after a failed one may start; and when to be called back for
     a retry that is not due yet."""
@@ -68,8 +65,7 @@ class Decided:
     resync_after: float | None = None
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """Step 3: the children to return, the record to keep, what the latest Job said, the
     access objects still missing, the attempts allowed and when the next may start, and
     when to call back. A refused URI plans nothing and has no location."""
@@ -94,7 +90,7 @@ def plan_extraction(seen: PVCObservation, storage_ready: bool, settings: Setting
     if seen.location is None:
         return Plan(None, [], Record(seen.model.storage_uri), settings.retry.max_attempts)
     observed = fold_observed(seen, seen.location, settings, now)
-    wanted = storage_ready and not seen.finalizing and not metadata_present(seen.model.spec)
+    wanted = storage_ready and not seen.finalizing and not seen.metadata_present
     decided = decide_attempt(observed, wanted, settings, now)
     return choose_children(seen, observed, decided, settings)
 
@@ -112,8 +108,7 @@ def fold_observed(seen: PVCObservation, location: PVCLocation, settings: Setting
         record = _vanished(remembered, location, now)
     else:
         record = remembered
-    next_job = job_name(seen.model, seen.model.storage_uri, record.attempts + 1)
-    return Observed(location, record, jobs, newest.outcome if newest else None, next_job)
+    return Observed(location, record, jobs, newest.outcome if newest else None, seen.model)
 
 
 def decide_attempt(observed: Observed, wanted: bool, settings: Settings, now: datetime) -> Decided:
@@ -126,10 +121,9 @@ def decide_attempt(observed: Observed, wanted: bool, settings: Settings, now: da
     if start is not None and now < start:
         resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry.max_delay_seconds)
         return Decided(record, observed.outcome, wanted, start, resync_after)
-    started = replace(
-        record,
+    started = record._replace(
         attempts=record.attempts + 1,
-        job_name=observed.next_job,
+        job_name=job_name(observed.model, observed.model.storage_uri, record.attempts + 1),
         result=Result.PENDING,
         failed_at="",
         failure_reason="",
@@ -156,7 +150,7 @@ def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, 
     ]
     requested = decided.record.result is Result.PENDING and decided.record.attempts not in observed.jobs
     creating = decided.wanted and requested
-    record = replace(decided.record, message=_request_says(seen, location, decided, missing)) if requested else decided.record
+    record = decided.record._replace(message=_request_says(seen, location, decided, missing)) if requested else decided.record
     if creating and not missing:
         jobs.append(build_job(model, Attempt(location, model.storage_uri, record.attempts), settings.job))
     children = jobs + access if jobs or creating else []
@@ -173,7 +167,7 @@ def _request_says(seen: PVCObservation, location: PVCLocation, decided: Decided,
         return f"the ServiceAccount and RBAC of {where} requested; the Job follows once they exist" if missing else f"{where} requested"
     if seen.finalizing:
         return f"{where} not created: the model is being deleted"
-    if metadata_present(seen.model.spec):
+    if seen.metadata_present:
         return f"{where} not created: the spec already holds the metadata"
     return f"{where} not created: the storage is not ready"
 
@@ -214,8 +208,7 @@ def _attempt_hint(job: dict[str, Any]) -> int | None:
 
 def _vanished(remembered: Record, location: PVCLocation, now: datetime) -> Record:
     """A running attempt whose Job is gone before it finished has failed."""
-    return replace(
-        remembered,
+    return remembered._replace(
         result=Result.FAILED,
         failed_at=format_time(now),
         failure_reason=JOB_FAILED,
@@ -228,16 +221,25 @@ def _vanished(remembered: Record, location: PVCLocation, now: datetime) -> Recor
 def _fold(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: datetime) -> Record:
     """The record as the newest observed Job (and its pods) tell it."""
     job, outcome = newest.job, newest.outcome
-    where = f"{job['metadata'].get('namespace')}/{job['metadata']['name']}"
-    told = replace(remembered, attempts=newest.attempt, job_name=job["metadata"]["name"], failure_reason="", pod_ended="")
+    name = job["metadata"]["name"]
+    where = f"{job['metadata'].get('namespace')}/{name}"
     if outcome.result is Result.SUCCEEDED:
-        return replace(told, result=Result.SUCCEEDED, message=f"Job {where} completed", pod_waiting="")
-    if outcome.result is Result.RUNNING:
+        message, waiting = f"Job {where} completed", ""
+    elif outcome.result is Result.RUNNING:
         waiting = pod_waiting(job, pods)
         doing = "is suspended" if outcome.suspended else "is running"
         message = f"Job {where} {doing}" + (f"{WAITING}{waiting}" if waiting else "")
-        return replace(told, result=Result.RUNNING, message=message, pod_waiting=waiting)
-    return _fold_failure(remembered, newest, pods, now)
+    else:
+        return _fold_failure(remembered, newest, pods, now)
+    return remembered._replace(
+        attempts=newest.attempt,
+        job_name=name,
+        result=outcome.result,
+        failure_reason="",
+        message=message,
+        pod_waiting=waiting,
+        pod_ended="",
+    )
 
 
 def _fold_failure(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: datetime) -> Record:
@@ -254,8 +256,7 @@ def _fold_failure(remembered: Record, newest: Newest, pods: list[dict[str, Any]]
     elif waited:
         message += f"{WAS_WAITING}{waited}"
     kept = remembered.failed_at if remembered.result is Result.FAILED and same_job else ""
-    return replace(
-        remembered,
+    return remembered._replace(
         attempts=newest.attempt,
         job_name=name,
         result=Result.FAILED,

@@ -8,9 +8,8 @@ agent's own error), and that is what a person needs in the status.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from hooks.conditions import normalized_time, shorten
 from hooks.observed import field, items, text
@@ -29,8 +28,7 @@ class Result(StrEnum):
     FAILED = "Failed"
 
 
-@dataclass(frozen=True)
-class JobOutcome:
+class JobOutcome(NamedTuple):
     """What one Job's own status says: its result, whether it is suspended or ran past its
     deadline, and the details a failure quotes."""
 

@@ -7,11 +7,10 @@ latest attempt, what its Job said, and whether the Job's access objects exist ye
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time
-from hooks.observed import PVCObservation
+from hooks.observed import METADATA_FIELDS, PVCObservation
 from hooks.pvc.job_outcome import JobOutcome, Result
 from hooks.states import State
 
@@ -30,12 +29,10 @@ JOB_FAILED = "JobFailed"
 JOB_DEADLINE_EXCEEDED = "JobDeadlineExceeded"
 FAILURE_REASONS = (JOB_FAILED, JOB_DEADLINE_EXCEEDED)
 
-METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
 WAITING = "; its pod is waiting: "
 
 
-@dataclass(frozen=True)
-class MetadataVerdict:
+class MetadataVerdict(NamedTuple):
     """The condition and the state it means while not True: a failed attempt fails the
     model, anything else is on its way."""
 
@@ -44,11 +41,6 @@ class MetadataVerdict:
     @property
     def state(self) -> State:
         return State.FAILED if self.condition.reason in FAILURE_REASONS else State.IN_TRANSIT
-
-
-def metadata_present(spec: dict[str, Any]) -> bool:
-    """The contract's test: without these three the model cannot be scheduled sensibly."""
-    return all(isinstance(spec.get(key), str) and spec[key] for key in METADATA_FIELDS)
 
 
 def failure_reason(outcome: JobOutcome) -> str:
@@ -67,7 +59,7 @@ def metadata_ready(seen: PVCObservation, plan: Plan, storage_ready: bool) -> Met
         missing = [key for key in METADATA_FIELDS if not spec.get(key)]
         note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
         return MetadataVerdict(Condition(METADATA_READY, TRUE, METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}"))
-    if metadata_present(spec):
+    if seen.metadata_present:
         shown = ", ".join(f"{key}={spec[key]}" for key in METADATA_FIELDS)
         return MetadataVerdict(Condition(METADATA_READY, TRUE, METADATA_PRESENT, f"spec already holds the metadata ({shown})"))
     job = f"Job {where} ({_attempt_of(plan)})"

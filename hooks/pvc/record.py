@@ -9,10 +9,10 @@ shows the same fields to people.
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
 from hooks.conditions import normalized_time, parse_time
 from hooks.observed import PVCObservation, field, text
@@ -21,12 +21,12 @@ from hooks.pvc.metadata_job import service_account_name
 from hooks.pvc.metadata_ready import FAILURE_REASONS
 from hooks.settings import RetrySettings
 
+RESULTS = {result.value: result for result in Result}
 ATTEMPT_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
 INT32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
     """What was last attempted for which URI, and how it ended.
 
     What the Job's pod last said (what it waited for, how it ended) and the reason of a
@@ -45,21 +45,11 @@ class Record:
 
     def render(self) -> dict[str, Any]:
         """The status form; optional fields appear only when they say something."""
-        rendered: dict[str, Any] = {"storageUri": self.storage_uri, "attempts": self.attempts, "jobName": self.job_name}
-        optional = (
-            ("result", self.result),
-            ("failedAt", self.failed_at),
-            ("failureReason", self.failure_reason),
-            ("message", self.message),
-            ("podWaiting", self.pod_waiting),
-            ("podEnded", self.pod_ended),
-        )
-        rendered.update((key, value) for key, value in optional if value)
-        return rendered
+        return _remembered_render(self) if _short(self) else _render(self)
 
     def data(self) -> dict[str, str]:
         """The record ConfigMap's data: the status form in strings."""
-        return {key: str(value) for key, value in self.render().items()}
+        return _remembered_data(self) if _short(self) else _data(self)
 
     def next_start(self, retry: RetrySettings) -> datetime | None:
         """When the attempt after a failed one may start; None when nothing failed."""
@@ -70,6 +60,36 @@ class Record:
             return failed + timedelta(seconds=retry_delay(self.attempts, retry))
         except OverflowError:
             return datetime.max.replace(tzinfo=timezone.utc)
+
+
+def _render(record: Record) -> dict[str, Any]:
+    rendered: dict[str, Any] = {"storageUri": record.storage_uri, "attempts": record.attempts, "jobName": record.job_name}
+    optional = (
+        ("result", record.result),
+        ("failedAt", record.failed_at),
+        ("failureReason", record.failure_reason),
+        ("message", record.message),
+        ("podWaiting", record.pod_waiting),
+        ("podEnded", record.pod_ended),
+    )
+    rendered.update((key, value) for key, value in optional if value)
+    return rendered
+
+
+def _data(record: Record) -> dict[str, str]:
+    return {key: str(value) for key, value in record.render().items()}
+
+
+# A steady state renders the same record on every sync, so its forms are remembered (shared
+# between answers, never changed); only for records whose texts are short, as the hook
+# writes them, so that no request can fill the memory.
+REMEMBERED_TEXT_LENGTH = 4096
+_remembered_render = functools.lru_cache(maxsize=1024)(_render)
+_remembered_data = functools.lru_cache(maxsize=1024)(_data)
+
+
+def _short(record: Record) -> bool:
+    return len(record.message) + len(record.pod_waiting) + len(record.pod_ended) + len(record.storage_uri) <= REMEMBERED_TEXT_LENGTH
 
 
 def retry_delay(attempt: int, retry: RetrySettings) -> int:
@@ -94,12 +114,11 @@ def read_record(seen: PVCObservation, namespace: str) -> Record:
     attempts = text(raw, "attempts")
     if raw.get("storageUri") != model.storage_uri or not ATTEMPT_NUMBER.fullmatch(attempts) or int(attempts) > INT32_MAX:
         return Record(model.storage_uri)
-    result = raw.get("result")
     return Record(
         storage_uri=model.storage_uri,
         attempts=int(attempts),
         job_name=text(raw, "jobName"),
-        result=Result(result) if result in tuple(Result) else None,
+        result=RESULTS.get(text(raw, "result")),
         failed_at=normalized_time(raw.get("failedAt")) or "",
         failure_reason=text(raw, "failureReason") if raw.get("failureReason") in FAILURE_REASONS else "",
         message=text(raw, "message"),

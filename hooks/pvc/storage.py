@@ -7,8 +7,7 @@ The URI's reasons (``InvalidStorageURI``, ``CrossNamespacePVC``) sit with its ru
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hooks.conditions import FALSE, TRUE, Condition
 from hooks.observed import PVCObservation, field
@@ -25,8 +24,7 @@ PVC_TERMINATING = "PVCTerminating"
 ELSEWHERE = "point spec.storage.storageUri at another PVC"
 
 
-@dataclass(frozen=True)
-class StorageVerdict:
+class StorageVerdict(NamedTuple):
     """The StorageReady condition, the model state it implies while not ready, and
     ``status.storage`` (what the URI resolved to; none for a refused URI)."""
 
