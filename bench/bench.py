@@ -577,13 +577,15 @@ def measure(args: argparse.Namespace, trees: dict[str, Path]) -> None:
     shapes = compact_bodies(workdir)
     servers: list[Server] = []
     try:
-        # Only this tree's hook logs to a pipe: its request lines are counted against /metrics.
+        # Every hook logs to a pipe read as a container runtime reads it, so that a baseline
+        # does not skip the cost of its log; this tree's lines are counted against /metrics.
         for name, tree in trees.items():
-            servers.append(start_hook(name, tree, args.workers, workdir / f"metrics-{name}",
-                                      subprocess.PIPE if tree == REPO else subprocess.DEVNULL))
+            servers.append(start_hook(name, tree, args.workers, workdir / f"metrics-{name}", subprocess.PIPE))
         hook, *baselines = servers
-        request_lines = RequestLines(hook.process.stderr)
-        request_lines.start()
+        readers = [RequestLines(server.process.stderr) for server in servers]
+        for reader in readers:
+            reader.start()
+        request_lines = readers[0]
         answers = {shape: hook.post("/sync", path.read_bytes()) for shape, path in shapes.items()}
         compared = {baseline.name: {shape: answer_or_refusal(baseline, path) for shape, path in shapes.items()}
                     for baseline in baselines}
@@ -606,7 +608,8 @@ def measure(args: argparse.Namespace, trees: dict[str, Path]) -> None:
     finally:
         for server in servers:
             server.stop()
-    request_lines.join(timeout=30)
+    for reader in readers:
+        reader.join(timeout=30)
     lines = request_lines.count
     cores = core(trees, shapes, CORE_ROUNDS)
     if baselines:

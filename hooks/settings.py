@@ -454,7 +454,9 @@ class ServerSettings:
         Variable(
             "PROMETHEUS_MULTIPROC_DIR",
             _text,
-            "where the workers share their metrics: a new or empty directory, or one an earlier `serve` used",
+            "where the workers share their metrics: a new or empty directory, or one an earlier `serve` "
+            "used (it holds a `.basemodel-hook-metrics` mark; its stale `*.db` files are removed at start, "
+            "nothing else); a non-empty directory without the mark is refused",
             shown_default="a new temporary directory, removed when `serve` stops",
         ),
     )

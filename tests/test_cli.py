@@ -1,4 +1,4 @@
-"""The console script: a real gunicorn server answers the README's examples."""
+"""The console script: a real gunicorn server answers the examples of the README and docs/."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ import pytest
 from hooks import __version__
 from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK
 from hooks.settings import default_workers
-from tests import golden
+from tests import docs, golden
 from tests.live_server import free_port, running
 
 REPO = Path(__file__).resolve().parent.parent
-README_FILE = REPO / "README.md"
+README_FILE = docs.README
 README = README_FILE.read_text(encoding="utf-8")
 SCRIPT = Path(sys.executable).with_name("basemodel-hook")
 CURL_EXAMPLE = re.compile(
@@ -39,12 +39,12 @@ REPLAY_EXAMPLE = re.compile(
 )
 
 
-def readme_examples() -> list[re.Match[str]]:
-    return list(CURL_EXAMPLE.finditer(README))
+def documented_examples() -> list[re.Match[str]]:
+    return list(CURL_EXAMPLE.finditer(docs.text()))
 
 
-def readme_replay_examples() -> list[re.Match[str]]:
-    return list(REPLAY_EXAMPLE.finditer(README))
+def documented_replay_examples() -> list[re.Match[str]]:
+    return list(REPLAY_EXAMPLE.finditer(docs.text()))
 
 
 def example_id(match: re.Match[str]) -> str:
@@ -84,23 +84,23 @@ def test_readme_starts_with_the_serve_and_test_commands() -> None:
     assert blocks[1] in (REPO / ".ci" / "run").read_text(encoding="utf-8")
 
 
-def test_readme_has_a_curl_example_for_each_main_case() -> None:
-    files = {match["data"] for match in readme_examples()}
+def test_docs_have_a_curl_example_for_each_main_case() -> None:
+    files = {match["data"] for match in documented_examples()}
     assert len(files) >= 10
     for data in files:
         if data.startswith("@"):
             assert (REPO / data[1:]).is_file(), data
 
 
-@pytest.mark.parametrize("example", readme_examples(), ids=example_id)
-def test_readme_example_answers_what_the_readme_says(server: str, example: re.Match[str]) -> None:
+@pytest.mark.parametrize("example", documented_examples(), ids=example_id)
+def test_documented_example_answers_what_the_docs_say(server: str, example: re.Match[str]) -> None:
     data = (REPO / example["data"][1:]).read_bytes() if example["data"].startswith("@") else example["data"].strip("'").encode()
     status, body = post(f"{server}/{example['hook']}", data)
     assert_answer_as_described(example["hook"], example["expect"], status, body)
 
 
-@pytest.mark.parametrize("example", readme_replay_examples(), ids=example_id)
-def test_readme_replay_example_answers_what_the_readme_says(example: re.Match[str]) -> None:
+@pytest.mark.parametrize("example", documented_replay_examples(), ids=example_id)
+def test_documented_replay_example_answers_what_the_docs_say(example: re.Match[str]) -> None:
     result = subprocess.run(
         [str(SCRIPT), "replay", example["file"], "--now", example["now"]],
         cwd=REPO, capture_output=True, text=True, timeout=20,
@@ -110,7 +110,7 @@ def test_readme_replay_example_answers_what_the_readme_says(example: re.Match[st
 
 
 def assert_answer_as_described(hook: str, expect: str, status: int, body: dict) -> None:
-    """The line under a README example: an HTTP error and its body, or a 200's gist."""
+    """The line under a documented example: an HTTP error and its body, or a 200's gist."""
     if expect.startswith("HTTP"):
         code = int(re.search(r"HTTP \*\*(\d+)\*\*", expect).group(1))
         assert status == code

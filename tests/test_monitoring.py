@@ -30,6 +30,7 @@ from hooks.http import app as app_module
 from hooks.http.app import create_app
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL, keep_label
 from hooks.settings import ServerSettings, Settings
+from tests import docs
 from tests.kustomize import documented_kustomization, render, write_overlay
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, kubernetes_errors
 
@@ -864,13 +865,24 @@ def test_metacontroller_alerts_watch_every_queue_of_ours_and_no_other(alerts, kn
     assert watched == known_series["workqueue_retries_total"]["name"]
 
 
-def test_readme_explains_every_alert_and_how_to_install_the_component(alerts):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Observability"):]
+def test_docs_explain_every_alert_and_how_to_install_the_component(alerts):
+    page = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert "metacontroller/monitoring" in page and "components:" in page
+    section = page[page.index("## Alerts"):]
     section = section[: section.index("\n## ", 1)]
-    assert "metacontroller/monitoring" in section and "components:" in section
     missing = [a["alert"] for a in alerts if f"`{a['alert']}`" not in section]
-    assert not missing, f"README's Observability section does not explain {missing}"
+    assert not missing, f"docs/operations.md's Alerts section does not explain {missing}"
+
+
+def test_docs_promql_parses_and_reads_kube_state_metrics_series_by_their_labels(known_series):
+    """The expressions the install page gives an SRE to adjust OME's alerts."""
+    expressions = docs.blocks("promql")
+    assert expressions
+    for expr in expressions:
+        for selector in selectors(expr):
+            if selector.name.startswith("kube_ome_"):
+                labels = {matcher.name for matcher in selector.matchers.matchers}
+                assert labels <= known_series[selector.name].keys(), (selector.name, labels)
 
 
 # --------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The overlays the docs tell a reader to write over metacontroller/: their own image, a
-bearer token, mutual TLS, their own URL. Each is read from the docs (README.md and
+bearer token, mutual TLS, their own URL, a Metacontroller installed with Helm. Each is read from the docs (README.md and
 docs/*.md, through ``tests/docs.py``), written where a reader would and rendered with
 `kubectl kustomize`, so that what the docs say is what a cluster gets.
 """
@@ -11,7 +11,9 @@ from pathlib import Path
 
 from tests import docs
 from tests.kustomize import documented_kustomization, render, write_overlay
-from tests.manifests import HOOK_IMAGE, LABEL_KEEPER, Obj
+from tests.manifests import HOOK_IMAGE, HOOK_NAME, LABEL_KEEPER, METACONTROLLER_ROLE, Obj, one
+from tests.metacontroller.identities import METACONTROLLER, service_account
+from tests.test_fence import HOOK_STATUS, refusal_of, review, write
 
 # Both CompositeControllers' sync, customize and finalize hooks, and the label keeper's sync.
 HOOKS_CALLED = 7
@@ -65,3 +67,20 @@ def test_documented_own_url_overlay_moves_every_hook_the_controllers_call(tmp_pa
         assert "service" not in webhook and "path" not in webhook, name
         assert webhook["url"].startswith("https://basemodel-hook.example.com/"), name
     assert webhooks[f"{LABEL_KEEPER}/sync"]["url"].endswith("/label")
+
+
+def test_documented_helm_overlay_names_metacontrollers_helm_identity_in_all_three_places(tmp_path):
+    """The fence's owner, the ClusterRoleBinding's subject and the NetworkPolicy's peer name
+    the same Metacontroller: the fence admits its status writes and refuses the kustomize
+    install's ServiceAccount, which no longer exists there."""
+    objects = render(write_overlay(tmp_path / "my-cluster", documented_kustomization("metacontroller-helm")))
+    binding = one(objects, "ClusterRoleBinding", METACONTROLLER_ROLE)
+    (subject,) = binding["subjects"]
+    helm = service_account(subject["namespace"], subject["name"])
+    assert subject["name"].endswith("-metacontroller-helm") and helm != METACONTROLLER
+    fence = [obj for obj in objects if obj["kind"].startswith("ValidatingAdmissionPolicy")]
+    assert review(write("BaseModel", helm, status=HOOK_STATUS), fence) is None
+    assert review(write("BaseModel", METACONTROLLER, status=HOOK_STATUS), fence) == refusal_of("BaseModel", helm)
+    (peer,) = one(objects, "NetworkPolicy", HOOK_NAME)["spec"]["ingress"][0]["from"]
+    assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": subject["namespace"]}
+    assert peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "metacontroller-helm"

@@ -1,0 +1,142 @@
+"""The README and docs/ agree with the code they describe, and a reader can follow them.
+
+Tables are held to their one source (the settings, the CLI's exit statuses, the lifecycle
+budgets, the modules, the kustomization); every link and anchor resolves; every command
+block is either run by a test or plainly a command for a cluster or a repository.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+import yaml
+
+from hooks.cli import EXIT_STATUSES
+from tests import docs
+from tests.configuration_doc import tables
+from tests.lifecycle import COLUMNS
+from tests.test_cli import CURL_EXAMPLE, REPLAY_EXAMPLE
+from tests.test_lifecycle import BUDGETS
+
+REPO = docs.REPO
+README = docs.README.read_text(encoding="utf-8")
+# Commands for a cluster, an image registry or a repository: no test runs them.
+CLUSTER_COMMANDS = ("kubectl ", "helm ", "docker ", "git ")
+LINK = re.compile(r"(?<!!)\[[^\]]+\]\(([^)\s]+)\)")
+
+
+def test_readme_is_read_in_five_minutes() -> None:
+    assert len(README.splitlines()) <= 200
+
+
+def test_readme_answers_need_try_and_install_in_its_first_screen() -> None:
+    first_screen = "\n".join(README.splitlines()[:50])
+    assert "basemodel-hook serve" in first_screen and "pytest" in first_screen
+    assert "(#try-it-in-five-minutes)" in first_screen and "(#install)" in first_screen
+    assert "## Do you need it?" in first_screen
+    assert re.findall(r"^## (.+)$", README, re.M)[:4] == [
+        "Do you need it?",
+        "What it changes in your cluster, and what it leaves alone",
+        "Try it in five minutes",
+        "Install",
+    ]
+
+
+def test_module_table_names_every_module_under_hooks() -> None:
+    listed = {name for cell in docs.table_after("| module (under `hooks/`) | owns |") for name in re.findall(r"`([^`]+\.py)`", cell)}
+    modules = {path.relative_to(REPO / "hooks").as_posix() for path in (REPO / "hooks").rglob("*.py") if path.name != "__init__.py"}
+    assert listed == modules
+
+
+def test_install_table_names_every_file_the_kustomization_applies() -> None:
+    listed = {name for cell in docs.table_after("| File | What it installs |") for name in re.findall(r"`([^`]+\.yaml)`", cell)}
+    kustomization = yaml.safe_load((REPO / "metacontroller" / "kustomization.yaml").read_text(encoding="utf-8"))
+    assert listed == set(kustomization["resources"])
+
+
+def test_configuration_tables_are_the_ones_printed_from_the_settings() -> None:
+    page = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    for group, table in tables().items():
+        assert table in page, f"docs/configuration.md: {group}'s table differs from `python -m tests.configuration_doc`"
+    documented = set(re.findall(r"^\| `([A-Z_]+)`", page, re.M))
+    assert documented == {re.search(r"`([A-Z_]+)`", row).group(1) for table in tables().values() for row in table.splitlines()[2:]}
+
+
+def test_exit_statuses_are_documented_as_the_cli_gives_them() -> None:
+    rows = set(re.findall(r"^\| (\d) \| [^|]+ \| (.+) \|$", (REPO / "docs" / "configuration.md").read_text(encoding="utf-8"), re.M))
+    expected = {(str(status), re.sub(r"\b(serve|replay)\b", r"`\1`", meaning)) for status, _, meaning in EXIT_STATUSES}
+    assert rows == expected
+
+
+def test_cost_table_is_the_lifecycle_budgets() -> None:
+    header = "| scenario | " + " | ".join(COLUMNS) + " |"
+    rows = docs.table_after(header)
+    page = docs.text()
+    assert rows == list(BUDGETS)
+    for name, budget in BUDGETS.items():
+        assert f"| {name} | " + " | ".join(map(str, budget)) + " |" in page
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as dashes."""
+    text = unicodedata.normalize("NFKC", heading).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {slug(heading) for heading in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def test_slug_follows_githubs_rules() -> None:
+    assert slug("The CRDs and OME's charts") == "the-crds-and-omes-charts"
+    assert slug("What it changes in your cluster, and what it leaves alone") == "what-it-changes-in-your-cluster-and-what-it-leaves-alone"
+
+
+def test_every_link_and_anchor_resolves() -> None:
+    broken = []
+    for page in docs.PAGES:
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for target in LINK.findall(text):
+            if target.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif anchor and anchor not in anchors(linked):
+                broken.append(f"{page.name}: {target} (no such heading)")
+    assert not broken
+
+
+def test_every_docs_section_the_manifests_and_the_code_point_at_exists() -> None:
+    sources = [*(REPO / "metacontroller").rglob("*.yaml"), *(REPO / "hooks").rglob("*.py")]
+    pointers = {(page, anchor) for source in sources for page, anchor in re.findall(r"(docs/\w+\.md)#([\w-]+)", source.read_text(encoding="utf-8"))}
+    assert ("docs/install.md", "the-status-fence") in pointers
+    assert not {(page, anchor) for page, anchor in pointers if anchor not in anchors(REPO / page)}
+
+
+def shell_commands(block: str) -> list[str]:
+    """The commands of a shell block, continuation lines joined."""
+    return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def test_every_command_block_runs_in_a_test_or_is_a_cluster_command() -> None:
+    first_two = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)
+    examples = {match.group(0).split("\n")[1] for pattern in (CURL_EXAMPLE, REPLAY_EXAMPLE) for match in pattern.finditer(docs.text())}
+    unaccounted = [
+        command
+        for block in docs.blocks("sh")
+        for command in shell_commands(block)
+        if not command.startswith(CLUSTER_COMMANDS) and command not in first_two and command not in examples
+    ]
+    assert not unaccounted
+
+
+def test_nothing_tells_a_user_to_stop_or_scale_down_omes_manager() -> None:
+    text = docs.text()
+    assert not re.search(r"scale\b[^\n]*ome-controller-manager|ome-controller-manager[^\n]*replicas[= ]0", text)
+    assert not re.search(r"\b(stop|disable|scale down) OME'?s? (BaseModel|controller)", text, re.I)
