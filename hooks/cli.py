@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from hooks import __version__
-from hooks.settings import ConfigError, ServerSettings, Settings, default_workers, parse_bind, parse_workers
+from hooks.settings import ConfigError, ServerSettings, Settings, default_workers, parse_bind, parse_workers, variable_of
 
 GC_YOUNG_THRESHOLD = 50_000
 # Marks a PROMETHEUS_MULTIPROC_DIR as the hook's own, so a restart may clear its files.
@@ -158,7 +158,7 @@ def _tls_options(server: ServerSettings) -> dict[str, Any]:
     The files are loaded here once, so that a wrong one stops the server with one line
     instead of failing every worker's start or every handshake."""
     cert, key, client_ca = server.tls_cert_file, server.tls_key_file, server.tls_client_ca_file
-    variables = ("HOOK_TLS_CERT_FILE", "HOOK_TLS_KEY_FILE", "HOOK_TLS_CLIENT_CA_FILE")
+    variables = [variable_of(ServerSettings, name) for name in ("tls_cert_file", "tls_key_file", "tls_client_ca_file")]
     for variable, path in zip(variables, (cert, key, client_ca), strict=True):
         if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
             raise ConfigError(f"{variable}={path!r} is not a readable file")

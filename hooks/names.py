@@ -13,7 +13,6 @@ import functools
 import re
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
 def is_dns_label(name: object) -> bool:
@@ -34,8 +33,3 @@ def _is_label(name: str) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _is_subdomain(name: str) -> bool:
     return all(_DNS_LABEL.fullmatch(part) for part in name.split("."))
-
-
-def is_label_value(value: object) -> bool:
-    """A label value the API server stores: at most 63 characters, alphanumeric at both ends."""
-    return isinstance(value, str) and len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None

@@ -463,7 +463,7 @@ class ServerSettings:
 
     def check(self) -> None:
         """Reject combinations no single variable shows wrong."""
-        name = {item.name: item.metadata["variable"].name for item in fields(ServerSettings)}
+        name = {item.name: variable_of(ServerSettings, item.name) for item in fields(ServerSettings)}
         if bool(self.basic_auth_username) != bool(self.basic_auth_password):
             raise ConfigError(f"{name['basic_auth_username']} and {name['basic_auth_password']} must be set together")
         if self.auth_token and self.basic_auth_username:

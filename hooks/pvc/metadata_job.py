@@ -1,12 +1,14 @@
-"""Build the metadata Job and the ServiceAccount and RBAC it runs with.
+"""Build the metadata Job, the ServiceAccount and RBAC it runs with, and the record.
 
-Metacontroller's default ``OnDelete`` strategy never updates an existing child, so every
-name here is derived from everything its content depends on: one name, one content.
+Metacontroller's ``OnDelete`` strategy never updates an existing child, so the name of
+every child but the record is derived from everything its content depends on: one name,
+one content. The record (the ConfigMap that remembers the attempts) is the exception: one
+name per model, updated in place (``InPlace``) as the attempts go.
 
-A model's names and children depend on nothing but its identity, its location and the
-settings, which are the same on every sync of it: they are built once and remembered
-(bounded, for the models synced lately). The remembered objects are shared between
-answers, so nothing may change them: the hook only serializes them.
+A model's Job, access objects and names depend on nothing but its identity, its location
+and the Job's settings, which are the same on every sync of it: they are built once and
+remembered (bounded, for the models synced lately). The remembered objects are shared
+between answers, so nothing may change them: the hook only serializes them.
 """
 
 from __future__ import annotations

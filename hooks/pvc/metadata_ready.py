@@ -7,7 +7,7 @@ latest attempt, what its Job said, and whether the Job's access objects exist ye
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time
 from hooks.observed import METADATA_FIELDS, PVCObservation
