@@ -382,6 +382,39 @@ def test_an_unknown_field_in_a_strict_answer_fails_the_sync() -> None:
     assert sim.counts["status write"] == 0
 
 
+def answering(answer: Any) -> Simulator:
+    """A model whose hook created one child, then answers its next sync with ``answer``."""
+    recorder, switched = Recorder(children=[service_account("sa")]), []
+
+    def hook(path: str, body: Body) -> tuple[int, Any]:
+        return (200, answer) if switched and path == "/sync" else recorder(path, body)
+
+    sim = started(hook, model("a"))  # type: ignore[arg-type]
+    switched.append(True)
+    parent = sim.cluster.get("ome.io/v1beta1", "BaseModel", "models", "a")
+    parent["metadata"]["labels"] = {"touched": "yes"}
+    sim.cluster.update(parent)
+    sim.run_until_quiet()
+    return sim
+
+
+def test_a_null_answer_is_the_empty_answer_so_every_child_goes_and_the_status_empties() -> None:
+    """``kjson.Unmarshal`` of ``null`` leaves the response at its zero value, no error: the
+    child is deleted, and the status written is ``{observedGeneration}`` alone, which the
+    CRD refuses (``state`` is required), so the sync fails again and again."""
+    sim = answering(None)
+    assert sim.cluster.list("v1", "ServiceAccount") == []
+    assert "'state' is a required property" in sim.errors[-1]
+
+
+@pytest.mark.parametrize("answer", [{"status": [], "children": []}, {"children": {}}, {"finalized": "false"},
+                                    {"resyncAfterSeconds": "5"}])
+def test_a_field_of_another_type_fails_the_sync_and_changes_nothing(answer: Body) -> None:
+    sim = answering(answer)
+    assert "can't unmarshal webhookResponse: wrong type" in sim.errors[-1]
+    assert len(sim.cluster.list("v1", "ServiceAccount")) == 1
+
+
 def test_resync_after_seconds_calls_back_once_at_that_time() -> None:
     times: list[float] = []
     sim = Simulator()

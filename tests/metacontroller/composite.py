@@ -4,7 +4,8 @@
 finalizer; claim the children (``claimChildren``: owned ones matching the selector, orphans
 matching it adopted, owned ones no longer matching released; a group for every
 ``childResources`` type); the related objects; the sync or finalize hook
-(``callSyncHook``); ``resyncAfterSeconds``; ``finalized`` removes the finalizer; the
+(``callHook`` from ``syncRevisions``, the request built by
+``composite/api/{v1,v2}/hooks.go``); ``resyncAfterSeconds``; ``finalized`` removes the finalizer; the
 ``controller-uid`` label added to every desired child and each one checked against the
 selector (a mismatch fails the sync before any child or status is written);
 ``ManageChildren`` unless the parent is being deleted without a reason to finalize; then
@@ -25,7 +26,13 @@ from tests.metacontroller.selection import Obj, ObjectMap, clone
 if TYPE_CHECKING:
     from tests.metacontroller.simulator import Simulator
 
-SYNC_FIELDS = {"status", "children", "resyncAfterSeconds", "finalized"}
+# composite/api/v2/hooks.go SyncHookResponse: its JSON fields and their Go types.
+SYNC_FIELDS = {
+    "status": webhook.is_object,
+    "children": webhook.is_list_of_objects,
+    "resyncAfterSeconds": webhook.is_number,
+    "finalized": webhook.is_boolean,
+}
 
 
 class CompositeController(Controller):
@@ -177,6 +184,6 @@ def sync_request(controller: Obj, parent: Obj, children: ObjectMap, related: Obj
         "controller": controller,
         "parent": parent,
         "children": selection.rekey(parent, children, version),
-        "related": selection.rekey(parent, related, version, related=True),
+        "related": selection.rekey(parent, related, version),
         "finalizing": finalizing,
     }

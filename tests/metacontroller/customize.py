@@ -77,7 +77,7 @@ class CustomizeManager:
             return cached[1], cached[2]
         assert self.spec is not None, "no customize hook"
         body = {"controller": self.controller, "parent": parent}
-        answer = webhook.call(self.hook, self.spec, body, {"relatedResources"}, self.counts, "customize")
+        answer = webhook.call(self.hook, self.spec, body, {"relatedResources": webhook.is_list_of_objects}, self.counts, "customize")
         rules = answer.get("relatedResources") or []
         if webhook.is_strict(self.spec):
             for rule in rules:

@@ -32,7 +32,15 @@ if TYPE_CHECKING:
     from tests.metacontroller.simulator import Simulator
 
 DECORATOR_ANNOTATION = "metacontroller.k8s.io/decorator-controller"
-SYNC_FIELDS = {"labels", "annotations", "status", "attachments", "resyncAfterSeconds", "finalized"}
+# decorator/api/v2/hooks.go SyncHookResponse: its JSON fields and their Go types.
+SYNC_FIELDS = {
+    "labels": webhook.is_string_map,
+    "annotations": webhook.is_string_map,
+    "status": webhook.is_object,
+    "attachments": webhook.is_list_of_objects,
+    "resyncAfterSeconds": webhook.is_number,
+    "finalized": webhook.is_boolean,
+}
 
 
 class DecoratorController(Controller):
@@ -85,7 +93,7 @@ class DecoratorController(Controller):
             "controller": self.manifest,
             "object": parent,
             "attachments": selection.rekey(parent, observed, version),
-            "related": selection.rekey(parent, related, version, related=True),
+            "related": selection.rekey(parent, related, version),
             "finalizing": finalizing,
         }
         answer = webhook.call(self.hook, spec, body, SYNC_FIELDS, self.counts, "finalize" if finalizing else "sync")

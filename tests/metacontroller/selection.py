@@ -77,11 +77,11 @@ def uniform_map(parent: Obj, objects: list[Obj]) -> ObjectMap:
     return groups
 
 
-def rekey(parent: Obj, groups: ObjectMap, version: str, related: bool = False) -> ObjectMap:
-    """A uniform map as a hook of ``version`` receives it. For v1 (``UniformObjectMap.Convert``)
-    a namespaced parent is sent only the children in its own namespace; related objects all
-    (where two of the same name in different namespaces collide on one key)."""
-    keep_all = version == "v2" or related or not parent["metadata"].get("namespace")
+def rekey(parent: Obj, groups: ObjectMap, version: str) -> ObjectMap:
+    """A uniform map as a hook of ``version`` receives it. For v1 (``UniformObjectMap.Convert``,
+    ``controller/common/api/v2/common.go``, for children and related objects alike) a
+    namespaced parent is sent only the objects in its own namespace."""
+    keep_all = version == "v2" or not parent["metadata"].get("namespace")
     return {
         key: {object_key(parent, obj, version): obj for obj in group.values()
               if keep_all or obj["metadata"].get("namespace") == parent["metadata"]["namespace"]}
