@@ -344,7 +344,7 @@ class RetrySettings:
 @dataclass(frozen=True)
 class SyncSettings:
     """What the hook asks of Metacontroller beside the children: the related objects it
-    reads, and when to come back to a deletion that waits."""
+    reads, when to come back to a deletion that waits, and to a label not yet written."""
 
     read_job_pods: bool = setting(
         True,
@@ -362,6 +362,15 @@ class SyncSettings:
             "FINALIZE_RESYNC_SECONDS",
             _integer(1, 3600),
             "how soon a deletion that waits for children is looked at again, seconds",
+        ),
+    )
+    label_resync_seconds: int = setting(
+        10,
+        Variable(
+            "LABEL_RESYNC_SECONDS",
+            _integer(1, 300),
+            "how soon the label keeper looks again at a model whose label it asked to change, seconds: Metacontroller "
+            "drops the write when another writer updated the model first, and nothing else would call the keeper again",
         ),
     )
 

@@ -3,10 +3,13 @@ metacontroller/, its objects, and upstream's CRDs from the shared/ reference pac
 
 Each rendering runs once per session, however many modules read it; the tests read the
 objects and never change them. The fixtures reading upstream's CRDs skip, saying what
-they need, where shared/ is absent (see ``tests/manifests.py``).
+they need, where shared/ is absent (see ``tests/manifests.py``). The exploration tier's
+count of perturbation points closes the report.
 """
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 
@@ -93,3 +96,10 @@ def container(pod_spec: Obj) -> Obj:
 def metacontroller_role(rendered: list[Obj]) -> Obj:
     """The ClusterRole the install grants Metacontroller."""
     return one(rendered, "ClusterRole", METACONTROLLER_ROLE)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The exploration tier says how many perturbation points it explored."""
+    module = sys.modules.get("tests.test_exploration")
+    if module is not None and module.REPORT.explored:
+        terminalreporter.write_line(module.REPORT.lines()[0])

@@ -22,6 +22,8 @@ from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, ma
 from tests.metacontroller.cluster import ome_status_schema, prune
 from tests.metacontroller.kubernetes import Agent, JobController, PVCBinder, Run, TTLController
 from tests.metacontroller.ome import NodeAgents, OMEManager
+from tests.metacontroller.perturbation import Perturbation
+from tests.metacontroller.simulator import V4_16, V4_17_2, MetacontrollerVersion
 from tests.metacontroller.webhook import Hook
 
 SETTINGS = Settings()
@@ -64,9 +66,11 @@ class World:
         return f"pvc://{where}/{sub_path}"
 
     def create_model(self, uri: str | None = None, name: str = PVC_MODEL) -> None:
+        """A model as the samples write one: its format named, so OME's first write of it (its
+        finalizer) leaves the spec as it is and changes no generation."""
         metadata: dict[str, Any] = {"name": name, **({"namespace": NAMESPACE} if self.namespace else {})}
         self.sim.cluster.create({"apiVersion": "ome.io/v1beta1", "kind": self.kind, "metadata": metadata,
-                                 "spec": {"storage": {"storageUri": uri or self.uri()}}})
+                                 "spec": {"modelFormat": {"name": "safetensors"}, "storage": {"storageUri": uri or self.uri()}}})
 
     def model(self, name: str = PVC_MODEL) -> dict[str, Any] | None:
         return self.sim.cluster.find("ome.io/v1beta1", self.kind, self.namespace, name)
@@ -137,10 +141,12 @@ class World:
 
 
 def world(kind: str, plan: list[Run] | None = None, *, pvc: str | None = "Bound", installed: bool = True,
-          resync_period: int | None = None, hook: Callable[[Simulator], Hook] | None = None) -> World:
+          resync_period: int | None = None, hook: Callable[[Simulator], Hook] | None = None,
+          version: MetacontrollerVersion = V4_16, perturbation: Perturbation | None = None) -> World:
     """A cluster with the PVC (``Bound``, ``Pending`` or ``None`` for none yet), OME, and,
-    unless not ``installed`` yet, the hook: its controllers and the fence."""
-    sim = Simulator()
+    unless not ``installed`` yet, the hook: its controllers and the fence; Metacontroller
+    as ``version`` runs it, its view changed by ``perturbation``."""
+    sim = Simulator(version=version, perturbation=perturbation)
     sim.cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     binder = PVCBinder(sim, bind_after=None)
     agent = Agent(sim)
@@ -183,6 +189,7 @@ def measured(built: World, *steps: Callable[[], Any]) -> Outcome:
     keeper's calls and label writes; OME's status writes that went through and those the
     fence refused."""
     sim, ome = built.sim, built.ome
+    sim.perturbation.story_begins()
     before = (Counter(sim.counts), Counter(sim.decorator_counts), Counter(ome.counts))
     for step in steps:
         step()
@@ -196,42 +203,43 @@ def measured(built: World, *steps: Callable[[], Any]) -> Outcome:
 
 # --- the scenarios ---------------------------------------------------------------------------
 
-def happy_path(kind: str) -> Outcome:
-    built = world(kind)
+def happy_path(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = world(kind, perturbation=perturbation)
     return measured(built, built.create_model, lambda: built.sim.advance(600))
 
 
-def a_day_after_ready(kind: str) -> Outcome:
+def a_day_after_ready(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """Ready, then a day with OME beside: its status writes refused, backing off."""
-    built = world(kind)
+    built = world(kind, perturbation=perturbation)
     return measured(built, built.create_model, lambda: built.sim.advance(DAY))
 
 
-def steady_state(kind: str) -> Outcome:
-    """100 resyncs of a Ready model whose Job is gone (``resyncPeriodSeconds: 60``)."""
-    built = ready_world(kind, resync_period=60)
+def steady_state(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    """100 resyncs of a Ready model whose Job is gone (``resyncPeriodSeconds: 60``; the
+    releases before v4.17.2 drop them)."""
+    built = ready_world(kind, resync_period=60, version=V4_17_2, perturbation=perturbation)
     built.sim.advance(3600)
     return measured(built, lambda: built.sim.advance(100 * 60))
 
 
-def ttl_removes_job(kind: str) -> Outcome:
-    built = ready_world(kind)
+def ttl_removes_job(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = ready_world(kind, perturbation=perturbation)
     return measured(built, lambda: built.sim.advance(3600))
 
 
-def fails_twice_then_succeeds(kind: str) -> Outcome:
-    built = world(kind, [Run("fail", 20), Run("fail", 20), Run("succeed", 30)])
+def fails_twice_then_succeeds(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = world(kind, [Run("fail", 20), Run("fail", 20), Run("succeed", 30)], perturbation=perturbation)
     return measured(built, built.create_model, lambda: built.sim.advance(1200))
 
 
-def deadline_exceeded(kind: str) -> Outcome:
-    built = world(kind, [Run("hang")])
+def deadline_exceeded(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = world(kind, [Run("hang")], perturbation=perturbation)
     return measured(built, built.create_model, lambda: built.sim.advance(320))
 
 
-def pvc_late_binds_then_deleted(kind: str) -> Outcome:
+def pvc_late_binds_then_deleted(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """Model first, PVC 30 s later (Pending), bound at 60 s, deleted at 900 s."""
-    built = world(kind, pvc=None)
+    built = world(kind, pvc=None, perturbation=perturbation)
 
     def story() -> None:
         built.create_model()
@@ -245,8 +253,8 @@ def pvc_late_binds_then_deleted(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def uri_changed_mid_job(kind: str) -> Outcome:
-    built = world(kind, [Run("succeed", 120), Run("succeed", 30)])
+def uri_changed_mid_job(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = world(kind, [Run("succeed", 120), Run("succeed", 30)], perturbation=perturbation)
 
     def story() -> None:
         built.create_model()
@@ -256,9 +264,9 @@ def uri_changed_mid_job(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def hf_ready_by_ome(kind: str) -> Outcome:
+def hf_ready_by_ome(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """An hf:// model the nodes' agents report Ready: OME's alone, the hook never called."""
-    built = world(kind)
+    built = world(kind, perturbation=perturbation)
 
     def story() -> None:
         built.create_model(HF_URI, HF_MODEL)
@@ -268,8 +276,8 @@ def hf_ready_by_ome(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def hf_to_pvc(kind: str) -> Outcome:
-    built = world(kind)
+def hf_to_pvc(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = world(kind, perturbation=perturbation)
 
     def story() -> None:
         built.create_model(HF_URI)
@@ -281,10 +289,10 @@ def hf_to_pvc(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def pvc_to_hf_mid_job(kind: str) -> Outcome:
+def pvc_to_hf_mid_job(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """The URI leaves pvc:// while the Job runs; no node ever reports the new storage
     (v0.1.5's agents start no download after such a change), for an hour."""
-    built = world(kind, [Run("succeed", 120)])
+    built = world(kind, [Run("succeed", 120)], perturbation=perturbation)
 
     def story() -> None:
         built.create_model()
@@ -294,9 +302,9 @@ def pvc_to_hf_mid_job(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def pvc_to_hf_then_nodes_report(kind: str) -> Outcome:
+def pvc_to_hf_then_nodes_report(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """A Ready pvc:// model moves to hf://; later the nodes report it Ready."""
-    built = ready_world(kind)
+    built = ready_world(kind, perturbation=perturbation)
 
     def story() -> None:
         built.set_uri(HF_URI)
@@ -306,14 +314,14 @@ def pvc_to_hf_then_nodes_report(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def delete_pvc_model(kind: str) -> Outcome:
-    built = ready_world(kind)
+def delete_pvc_model(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = ready_world(kind, perturbation=perturbation)
     return measured(built, built.delete_model, lambda: built.sim.advance(60))
 
 
-def delete_hf_model(kind: str) -> Outcome:
+def delete_hf_model(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """OME's model deleted: OME waits for the nodes' entries to go, the hook never called."""
-    built = world(kind)
+    built = world(kind, perturbation=perturbation)
     built.create_model(HF_URI, HF_MODEL)
     built.report(HF_MODEL, "Ready")
     built.sim.advance(60)
@@ -326,10 +334,10 @@ def delete_hf_model(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def install_over_existing_models(kind: str) -> Outcome:
+def install_over_existing_models(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """A pvc:// model OME left In_Transit and an hf:// model OME made Ready, both there an
     hour before the hook is installed."""
-    built = world(kind, installed=False)
+    built = world(kind, installed=False, perturbation=perturbation)
     built.create_model()
     built.create_model(HF_URI, HF_MODEL)
     built.report(HF_MODEL, "Ready")
@@ -337,10 +345,10 @@ def install_over_existing_models(kind: str) -> Outcome:
     return measured(built, built.install_hook, lambda: built.sim.advance(600))
 
 
-def ome_crds_after_a_failure(kind: str) -> Outcome:
+def ome_crds_after_a_failure(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """Extraction fails every time; after the first failure OME's chart applies its own
     CRDs, which prune the status to OME's fields. A day passes."""
-    built = world(kind, [Run("fail", 20)] * 10)
+    built = world(kind, [Run("fail", 20)] * 10, perturbation=perturbation)
 
     def story() -> None:
         built.create_model()
@@ -350,8 +358,8 @@ def ome_crds_after_a_failure(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def metacontroller_restart_mid_job(kind: str) -> Outcome:
-    built = world(kind)
+def metacontroller_restart_mid_job(kind: str, perturbation: Perturbation | None = None) -> Outcome:
+    built = world(kind, perturbation=perturbation)
 
     def story() -> None:
         built.create_model()
@@ -361,9 +369,9 @@ def metacontroller_restart_mid_job(kind: str) -> Outcome:
     return measured(built, story)
 
 
-def hook_restart_mid_job(kind: str) -> Outcome:
+def hook_restart_mid_job(kind: str, perturbation: Perturbation | None = None) -> Outcome:
     """The hook through Flask; 15 s into the Job every replica is replaced by a new app."""
-    built = world(kind, hook=lambda sim: flask_hook(create_app(SETTINGS, clock=sim.clock)))
+    built = world(kind, hook=lambda sim: flask_hook(create_app(SETTINGS, clock=sim.clock)), perturbation=perturbation)
 
     def story() -> None:
         built.create_model()
@@ -375,7 +383,9 @@ def hook_restart_mid_job(kind: str) -> Outcome:
     return measured(built, story)
 
 
-SCENARIOS: dict[str, Callable[[str], Outcome]] = {
+Scenario = Callable[[str, "Perturbation | None"], Outcome]
+"""A story for one kind of model, in a world whose view ``perturbation`` may change."""
+SCENARIOS: dict[str, Scenario] = {
     "happy path to Ready": happy_path,
     "a day after Ready": a_day_after_ready,
     "100 resyncs, steady state": steady_state,
@@ -409,7 +419,7 @@ def table(outcomes: dict[tuple[str, str], Outcome]) -> list[str]:
 
 
 def main() -> int:
-    outcomes = {(name, kind): scenario(kind) for name, scenario in SCENARIOS.items() for kind in KINDS}
+    outcomes = {(name, kind): scenario(kind, None) for name, scenario in SCENARIOS.items() for kind in KINDS}
     for line in table(outcomes):
         sys.stdout.write(line + "\n")
     return 0

@@ -124,7 +124,13 @@ def shell_commands(block: str) -> list[str]:
     return [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
 
-def test_every_command_block_runs_in_a_test_or_is_a_cluster_command() -> None:
+def ci_commands() -> list[str]:
+    """What `.ci/run` runs on a clean clone, comments and shell settings left out."""
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    return [line for line in shell_commands(script) if not line.startswith(("#", "set ", "cd "))]
+
+
+def test_every_command_block_runs_in_a_test_or_ci_or_is_a_cluster_command() -> None:
     first_two = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)
     examples = {match.group(0).split("\n")[1] for pattern in (CURL_EXAMPLE, REPLAY_EXAMPLE) for match in pattern.finditer(docs.text())}
     unaccounted = [
@@ -132,8 +138,16 @@ def test_every_command_block_runs_in_a_test_or_is_a_cluster_command() -> None:
         for block in docs.blocks("sh")
         for command in shell_commands(block)
         if not command.startswith(CLUSTER_COMMANDS) and command not in first_two and command not in examples
+        and command not in ci_commands()
     ]
     assert not unaccounted
+
+
+def test_ci_runs_the_readmes_test_command_and_every_tier_the_readme_names() -> None:
+    tiers = [command for block in re.findall(r"```sh\n(.*?)\n```", README.split("## Slower tiers")[1].split("\n## ")[0], re.S)
+             for command in shell_commands(block)]
+    test_command = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)[1]
+    assert tiers and ci_commands() == [test_command, *tiers]
 
 
 def test_nothing_tells_a_user_to_stop_or_scale_down_omes_manager() -> None:

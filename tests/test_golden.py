@@ -18,7 +18,7 @@ ANSWER_KEYS = {
     "sync": {"status", "children", "resyncAfterSeconds"},
     "finalize": {"status", "children", "resyncAfterSeconds", "finalized"},
     "customize": {"relatedResources"},
-    "label": {"labels"},
+    "label": {"labels", "resyncAfterSeconds"},
 }
 
 

@@ -9,11 +9,13 @@ import pytest
 
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL, keep_label
 from hooks.observed import BadRequest
+from hooks.settings import SyncSettings
 from tests import golden
 from tests.metacontroller import Simulator, core_hook, manifests
 from tests.metacontroller.webhook import Hook
 
 PVC_REQUEST = golden.FIXTURES / "label" / "basemodel-pvc-new.request.json"
+SETTINGS = SyncSettings()
 
 
 def request_with_uri(uri: Any) -> dict[str, Any]:
@@ -36,11 +38,33 @@ def request_with_uri(uri: Any) -> dict[str, Any]:
 )
 def test_a_model_is_labelled_pvc_exactly_when_its_uri_starts_with_pvc(uri: str, label: str | None) -> None:
     """A malformed pvc:// URI is still the hook's: its status must say what is wrong with it."""
-    assert keep_label(request_with_uri(uri)) == {"labels": {STORAGE_LABEL: label}}
+    assert keep_label(request_with_uri(uri), SETTINGS)["labels"] == {STORAGE_LABEL: label}
 
 
 def test_the_answer_is_only_the_label_never_a_status_or_attachment() -> None:
-    assert set(keep_label(request_with_uri("hf://x/y"))) == {"labels"}
+    assert set(keep_label(request_with_uri("hf://x/y"), SETTINGS)) == {"labels"}
+
+
+@pytest.mark.parametrize(
+    ("uri", "carried", "resync"),
+    [
+        ("pvc://model-storage/models/llama", None, True),
+        ("pvc://model-storage/models/llama", "yes", True),
+        ("pvc://model-storage/models/llama", PVC_STORAGE, False),
+        ("hf://meta-llama/Llama-3.1-8B", PVC_STORAGE, True),
+        ("hf://meta-llama/Llama-3.1-8B", None, False),
+    ],
+)
+def test_the_keeper_asks_to_look_again_exactly_while_the_model_lacks_the_label_it_wants(
+    uri: str, carried: str | None, resync: bool
+) -> None:
+    """Metacontroller may drop the label write (a Conflict it swallows); the resync is
+    queued before the write, so the keeper looks again until the label is right."""
+    request = request_with_uri(uri)
+    if carried is not None:
+        request["object"]["metadata"]["labels"] = {STORAGE_LABEL: carried}
+    answer = keep_label(request, SyncSettings(label_resync_seconds=7))
+    assert answer.get("resyncAfterSeconds") == (7 if resync else None)
 
 
 @pytest.mark.parametrize(
@@ -54,12 +78,12 @@ def test_the_answer_is_only_the_label_never_a_status_or_attachment() -> None:
 )
 def test_a_request_that_is_not_a_decorator_sync_about_a_model_is_refused(body: Any, message: str) -> None:
     with pytest.raises(BadRequest, match=message):
-        keep_label(body)
+        keep_label(body, SETTINGS)
 
 
 def test_a_model_without_a_storage_uri_is_refused_rather_than_guessed() -> None:
     with pytest.raises(BadRequest, match="storageUri"):
-        keep_label(request_with_uri(None))
+        keep_label(request_with_uri(None), SETTINGS)
 
 
 def keeper(hook: Hook) -> Simulator:

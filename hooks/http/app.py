@@ -177,7 +177,7 @@ class HookCalls:
         if call.hook == "customize":
             return orjson.dumps(customize(body, self.settings))
         if call.hook == "label":
-            return orjson.dumps(keep_label(body))
+            return orjson.dumps(keep_label(body, self.settings.sync))
         call.decision = sync(body, self.settings, self.clock(), finalize=call.hook == "finalize")
         return orjson.dumps(call.decision.response)
 

@@ -1,4 +1,4 @@
-"""A simulator of Metacontroller v4.17 driving a hook in a simulated cluster.
+"""A simulator of Metacontroller (v4.16.0 by default, v4.17.2 on request) driving a hook in a simulated cluster.
 
 One model of Metacontroller for every test: the lifecycle scenarios (``tests/lifecycle.py``)
 run it end to end, and the golden fixtures feed their answers back through it
@@ -9,7 +9,7 @@ Use::
 
     from tests.metacontroller import Simulator, core_hook, flask_hook, manifests
 
-    sim = Simulator()                                   # clock at 2026-11-30T12:00:00Z
+    sim = Simulator()                                   # clock at 2026-11-30T12:00:00Z, v4.16.0
     hook = core_hook(settings, sim.clock)               # or flask_hook(create_app(settings, clock=sim.clock))
     for manifest in manifests("compositecontrollers.yaml"):
         sim.add_controller(manifest, hook)              # CompositeController or DecoratorController
@@ -48,10 +48,15 @@ Modules: ``cluster`` (the API server), ``simulator`` (time and the loop),
 ``customize`` (related objects), ``manage_children``, ``selection`` (selectors, object
 keys), ``workqueue``, ``webhook`` (calling a hook), ``endpoints`` (our hook as a
 callable), ``kubernetes`` (Job, TTL, PVC binder and agent stand-ins), ``ome`` (OME's model
-agents and manager), ``identities`` (the users who write).
+agents and manager), ``identities`` (the users who write), ``perturbation`` (where a test
+may change what the controllers see).
 
-Not modelled: informer lag (the cache equals the API server), parallel workers, the
-20 s discovery of new CRDs, Rolling* strategies, server-side apply, ETags, events.
+Informers equal the API server unless a ``Perturbation`` (``perturbation``) makes one
+lag for a sync, lets another writer's update land between a read and a write, or stops
+Metacontroller before a write (``Simulator(perturbation=...)``; ``tests/exploration.py``).
+
+Not modelled: parallel workers, the 20 s discovery of new CRDs, Rolling* strategies,
+server-side apply, ETags, events.
 """
 
 from functools import lru_cache

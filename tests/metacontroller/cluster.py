@@ -11,8 +11,11 @@ write, by the user who makes it; graceful deletion with finalizers (a deletionTi
 and, for objects with a generation, the generation bump ``BeforeDelete`` makes);
 background garbage collection of dependents by ownerReference.
 
-The watch is synchronous and there is no informer lag: a watcher sees every change as
-it happens, which is what Metacontroller's informers converge to.
+The watch is synchronous: a watcher sees every change as it happens, which is what
+informers converge to. Every change is numbered and kept (``history``), so a lagging
+informer's view can be rebuilt (``list_as_of``); and every write passes ``before_write``
+first, where a perturbation (``tests/metacontroller/perturbation.py``) may let another
+writer's update land between the writer's read and its write.
 """
 
 from __future__ import annotations
@@ -34,6 +37,21 @@ from tests.metacontroller.selection import Obj, clone, controller_of
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors
 
 Watcher = Callable[[str, "Obj | None", "Obj | None"], None]
+Key = tuple[str, str, "str | None", str]
+BeforeWrite = Callable[[str, str, "Obj"], None]
+"""``(user, verb, object)``, called as a write arrives, before the server reads anything;
+``verb`` is ``create``, ``update``, ``update status`` or ``delete``."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One stored change: its number, the object's key, the object before and after
+    (None before a create, after a removal)."""
+
+    sequence: int
+    key: Key
+    old: "Obj | None"
+    new: "Obj | None"
 
 
 @dataclass(frozen=True)
@@ -140,8 +158,10 @@ class Cluster:
         self.clock = clock
         self.status_schemas: dict[str, dict[str, Any]] = {}
         """A model kind's status schema where another CRD than the shipped one is installed."""
-        self.objects: dict[tuple[str, str, str | None, str], Obj] = {}
+        self.objects: dict[Key, Obj] = {}
         self.watchers: list[Watcher] = []
+        self.history: list[Change] = []
+        self.before_write: BeforeWrite = _nothing
         self._version = 1000
         self._created = 0
         self._admission: Admission | None = None
@@ -169,10 +189,38 @@ class Cluster:
         ]
         return [clone(obj) for _, obj in sorted(matching, key=lambda item: str(item[0]))]
 
+    @property
+    def sequence(self) -> int:
+        """The number of the latest change (0 before any)."""
+        return self.history[-1].sequence if self.history else 0
+
+    def list_as_of(self, sequence: int, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
+        """``list`` as it answered right after change ``sequence``: what an informer that has
+        seen no later change holds."""
+        stored = {key: obj for key, obj in self.objects.items() if key[0] == api_version and key[1] == kind}
+        for change in reversed(self.history):
+            if change.sequence <= sequence:
+                break
+            if change.key[0] == api_version and change.key[1] == kind:
+                if change.old is None:
+                    stored.pop(change.key, None)
+                else:
+                    stored[change.key] = change.old
+        return [clone(obj) for key, obj in sorted(stored.items(), key=lambda item: str(item[0]))
+                if namespace is None or key[2] == namespace]
+
+    def changes_since(self, sequence: int) -> list[Change]:
+        """The changes after ``sequence``, oldest first."""
+        index = len(self.history)
+        while index > 0 and self.history[index - 1].sequence > sequence:
+            index -= 1
+        return self.history[index:]
+
     # --- writing -----------------------------------------------------------------------
 
     def create(self, obj: Obj, manager: str = "kubectl-client-side-apply", user: str = KUBECTL) -> Obj:
         """Validate, default, admit and store a new object, as the API server returns it."""
+        self.before_write(user, "create", obj)
         resource = kind_of(obj)
         created = clone(obj)
         metadata = created.setdefault("metadata", {})
@@ -201,6 +249,7 @@ class Cluster:
 
     def update(self, obj: Obj, manager: str = "kubectl-edit", user: str = KUBECTL) -> Obj:
         """Replace an object (not its status where a status subresource exists)."""
+        self.before_write(user, "update", obj)
         current = self.objects.get(ref(obj))
         if current is None:
             raise ApiError(404, f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']} not found")
@@ -224,6 +273,7 @@ class Cluster:
         """The status subresource: only ``.status`` changes, pruned and checked by the CRD's schema.
         Admission sees the stored object with the new status (the status strategy keeps the
         stored spec and metadata), and a no-op write is admitted, or refused, all the same."""
+        self.before_write(user, "update status", obj)
         current = self.objects.get(ref(obj))
         if current is None or current["metadata"]["uid"] != obj["metadata"].get("uid", current["metadata"]["uid"]):
             raise ApiError(404, f"{obj['kind']} {obj['metadata']['name']} not found")
@@ -244,6 +294,9 @@ class Cluster:
         and its dependents follow (background propagation)."""
         key = (api_version, kind, namespace or None, name)
         current = self.objects.get(key)
+        if current is not None:
+            self.before_write(user, "delete", current)
+            current = self.objects.get(key)
         if current is None or (uid is not None and current["metadata"]["uid"] != uid):
             raise ApiError(404 if current is None else 409, f"{kind} {namespace or ''}/{name}: not found or not uid {uid}")
         self._admit("DELETE", kind_of(current), user, None, current)
@@ -312,7 +365,7 @@ class Cluster:
         self._notify("MODIFIED", current, updated)
         return clone(updated)
 
-    def _remove(self, key: tuple[str, str, str | None, str]) -> None:
+    def _remove(self, key: Key) -> None:
         gone = self.objects.pop(key)
         self._notify("DELETED", gone, None)
         uid = gone["metadata"]["uid"]
@@ -326,9 +379,16 @@ class Cluster:
         return str(self._version)
 
     def _notify(self, event: str, old: Obj | None, new: Obj | None) -> None:
+        changed = new if new is not None else old
+        assert changed is not None
+        self.history.append(Change(self.sequence + 1, ref(changed), old, new))
         self._forget_policies(new or old)
         for watcher in list(self.watchers):
             watcher(event, clone(old), clone(new))
+
+
+def _nothing(user: str, verb: str, obj: Obj) -> None:
+    """No perturbation: a write goes straight on."""
 
 
 SERVER_METADATA = ("uid", "resourceVersion", "creationTimestamp", "generation", "deletionTimestamp", "managedFields")

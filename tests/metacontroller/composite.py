@@ -88,7 +88,9 @@ class CompositeController(Controller):
         finalizing = self.finalizing(parent)
         spec = self.hook_spec(finalizing)
         body = sync_request(self.manifest, parent, observed, related, finalizing, spec.get("version") or "v1")
+        self.sim.perturbation.before_call(self, parent, "finalize" if finalizing else "sync")
         answer = webhook.call(self.hook, spec, body, SYNC_FIELDS, self.counts, "finalize" if finalizing else "sync")
+        self.sim.perturbation.answered(self, parent, answer)
         self.apply_answer(parent, observed, answer)
 
     def apply_answer(self, parent: Obj, observed: ObjectMap, answer: dict[str, Any]) -> None:
@@ -122,7 +124,7 @@ class CompositeController(Controller):
         groups: ObjectMap = {}
         for resource in self.children:
             selection.init_group(groups, resource.type_key)
-            for obj in self.cluster.list(resource.api_version, resource.kind, namespace):
+            for obj in self.observe(parent, resource, namespace):
                 claimed = self._claim(parent, chosen, obj)
                 if claimed is not None:
                     selection.insert(groups, parent, claimed, "v2")
@@ -158,20 +160,20 @@ class CompositeController(Controller):
             return None
 
     def update_status(self, parent: Obj, status: dict[str, Any] | None) -> None:
-        """``updateParentStatus``: the whole status replaced, ``observedGeneration`` injected, a
-        fresh read compared first (no write when equal); NotFound and Conflict are swallowed,
-        any other refusal (the fence's 403 among them) fails the sync."""
+        """``updateParentStatus``: the whole status replaced, ``observedGeneration`` injected, by
+        ``AtomicStatusUpdate`` (a fresh read compared first, no write when equal, a Conflict
+        tried again); NotFound and a Conflict left after the retries are swallowed, any other
+        refusal (the fence's 403 among them) fails the sync."""
         wanted = clone(status) if isinstance(status, dict) else {}
         wanted["observedGeneration"] = parent["metadata"].get("generation", 0)
-        fresh = self.cluster.find(parent["apiVersion"], parent["kind"], parent["metadata"].get("namespace"),
-                                  parent["metadata"]["name"])
-        if fresh is None or fresh["metadata"]["uid"] != parent["metadata"]["uid"]:
-            return
-        if fresh.get("status") == wanted:
-            return
-        fresh["status"] = wanted
+
+        def replace(current: Obj) -> bool:
+            if current.get("status") == wanted:
+                return False
+            current["status"] = clone(wanted)
+            return True
         try:
-            self.write_status(fresh)
+            self.atomic_update(parent, replace, status=True)
         except ApiError as error:
             if error.code not in (404, 409):
                 raise

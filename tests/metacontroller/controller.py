@@ -7,13 +7,19 @@ admission is such a failure, as ``updateParentStatus`` swallows only NotFound an
 Conflict), ``enqueueParentObject``,
 ``updateParentObject`` (``ignoreStatusChanges``), ``onChildAdd`` / ``onChildUpdate`` /
 ``onChildDelete`` and ``finalizer.SyncObject`` / ``ShouldFinalize`` of
-``pkg/controller/{composite,decorator}/controller.go`` and ``common/finalizer``.
+``pkg/controller/{composite,decorator}/controller.go`` and ``common/finalizer``, and
+``AtomicUpdate`` / ``AtomicStatusUpdate`` of ``pkg/dynamic/clientset`` (a fresh read, the
+change, the write; a Conflict tried again as ``retry.DefaultBackoff`` allows).
+
+What a controller reads of the cluster it reads through ``observe``, its informers: the
+present, unless the simulator's perturbation makes one of them lag for one sync; the
+events it had not seen then reach its handlers after that sync (``catch_up``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from tests.metacontroller import selection, webhook
 from tests.metacontroller.cluster import ApiError, Cluster, Resource, group_of, ref, resource_of
@@ -26,6 +32,9 @@ if TYPE_CHECKING:
     from tests.metacontroller.simulator import Simulator
 
 GC_FINALIZERS = ("foregroundDeletion", "orphan")
+CONFLICT_ATTEMPTS = 4
+"""``retry.DefaultBackoff``'s steps: a write that meets a Conflict is tried on a fresh read up to four times."""
+TypeKey = tuple[str, str]
 
 
 class SyncFailure(Exception):
@@ -50,6 +59,11 @@ class Controller:
         self.queue = sim.new_queue()
         self.customize = CustomizeManager(self.cluster, manifest, hook, self.counts, self.parents, self.enqueue)
         self.stopped = False
+        self.started_at = self.cluster.sequence
+        """The change at which its informers listed: no view of it is older."""
+        self.caught_up: dict[TypeKey, int] = {}
+        """Per type, the change up to which this controller's informer had caught up when it last read."""
+        self.lagging: set[TypeKey] = set()
         self.cluster.watchers.append(self._on_event)
         period = self.spec.get("resyncPeriodSeconds")
         self._schedule_resync(max(float(period), 1.0) if period is not None else sim.cache_flush_seconds)
@@ -101,8 +115,21 @@ class Controller:
         key = self.queue.get()
         if key is None:
             return False
+        self._process(key)
+        return True
+
+    def process_now(self, parent: Obj) -> None:
+        """A worker syncs ``parent`` now, ahead of the queue (unless one already is)."""
+        key = self._key(parent)
+        if self.queue.take(key):
+            self._process(key)
+
+    def _process(self, key: str) -> None:
         try:
-            self._sync_key(key)
+            try:
+                self._sync_key(key)
+            finally:
+                self.catch_up()
         except webhook.TooManyRequests as busy:
             self.queue.add_after(key, busy.after)
         except (SyncFailure, webhook.HookError, ApiError, RuleError, InformerNotSynced) as error:
@@ -113,18 +140,77 @@ class Controller:
             self.queue.forget(key)
         finally:
             self.queue.done(key)
-        return True
 
     def _sync_key(self, key: str) -> None:
         """``sync`` then the start of ``syncParentObject``: a parent that is gone, or neither
         selected nor ours, is left alone; otherwise the finalizer is synced first."""
         api_version, kind, namespace, name = key.split("|")
-        parent = self.cluster.find(api_version, kind, namespace or None, name)
+        parent = self.observe_parent(api_version, kind, namespace or None, name)
         if parent is None or not self.cares_about(parent):
             return
         parent = self.sync_finalizer(parent)
         if self.cares_about(parent):
             self.sync_parent(parent)
+
+    # --- the informers ---------------------------------------------------------------------
+
+    def observe(self, parent: Obj, resource: Resource, namespace: str | None) -> list[Obj]:
+        """What this controller's informer of ``resource`` holds while it syncs ``parent``:
+        the present, unless the perturbation makes it lag."""
+        sequence = self.sim.perturbation.view(self, parent, (resource.api_version, resource.kind))
+        return self._informer_list(resource.api_version, resource.kind, namespace, sequence)
+
+    def observe_parent(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
+        """The parent from the parent informer's cache (``common.GetObject``)."""
+        present = self.cluster.find(api_version, kind, namespace, name)
+        sequence = self.sim.perturbation.view(self, present, (api_version, kind)) if present is not None else None
+        if sequence is None:
+            self.caught_up[(api_version, kind)] = self.cluster.sequence
+            return present
+        found = [obj for obj in self._informer_list(api_version, kind, namespace, sequence) if obj["metadata"]["name"] == name]
+        return found[0] if found else None
+
+    def _informer_list(self, api_version: str, kind: str, namespace: str | None, sequence: int | None) -> list[Obj]:
+        if sequence is None:
+            self.caught_up[(api_version, kind)] = self.cluster.sequence
+            return self.cluster.list(api_version, kind, namespace)
+        self.caught_up[(api_version, kind)] = sequence
+        self.lagging.add((api_version, kind))
+        return self.cluster.list_as_of(sequence, api_version, kind, namespace)
+
+    def view_at(self, parent: Obj, type_key: TypeKey, sequence: int) -> list[Obj]:
+        """What this controller would pass its hook of ``type_key`` for ``parent``, had its
+        informer caught up only to change ``sequence``; a perturbation compares these to
+        find the lags that change what the hook sees. Without side effects."""
+        api_version, kind = type_key
+        listed = self.cluster.list_as_of(sequence, api_version, kind)
+        if type_key == (parent["apiVersion"], parent["kind"]):
+            return [obj for obj in listed if ref(obj) == ref(parent)]
+        if type_key in {(resource.api_version, resource.kind) for resource in self.child_resources()}:
+            return [obj for obj in listed if (selection.controller_of(obj) or {}).get("uid") == parent["metadata"]["uid"]]
+        return self.customize.select(parent, type_key, lambda resource, namespace: [
+            obj for obj in listed if namespace is None or obj["metadata"].get("namespace") == namespace])
+
+    def watched_types(self, parent: Obj) -> list[TypeKey]:
+        """The informers a sync of ``parent`` reads: the parent's, its children's, its related objects'."""
+        related = [(rule["apiVersion"], resource_of(rule["apiVersion"], rule["resource"]).kind)
+                   for rule in self.customize.cached_rules(parent)]
+        children = [(resource.api_version, resource.kind) for resource in self.child_resources()]
+        return list(dict.fromkeys([(parent["apiVersion"], parent["kind"]), *children, *related]))
+
+    def catch_up(self) -> None:
+        """A lagging informer delivers, after the sync, the changes it had not seen, in order,
+        to this controller's handlers."""
+        for type_key in sorted(self.lagging):
+            for change in self.cluster.changes_since(self.caught_up[type_key]):
+                if change.key[:2] != type_key:
+                    continue
+                event = "ADDED" if change.old is None else "DELETED" if change.new is None else "MODIFIED"
+                old, new = clone(change.old), clone(change.new)
+                self._on_event(event, old, new)
+                self.customize._on_related(event, old, new)
+            self.caught_up[type_key] = self.cluster.sequence
+        self.lagging.clear()
 
     def cares_about(self, parent: Obj) -> bool:
         return self.selects(parent) or selection.has_finalizer(parent, self.finalizer)
@@ -145,15 +231,17 @@ class Controller:
     def _schedule_resync(self, period: float) -> None:
         """The informer's resync: an update event with the same object for every parent, every
         ``resyncPeriodSeconds`` or else every ``--cache-flush-interval`` (the shared informers'
-        default resync). It passes the ``ignoreStatusChanges`` filter, which lets through an
-        event whose old and new object are the same pointer (v4.17.2, #1252). Children and
+        default resync). From v4.17.2 (#1252) it passes the ``ignoreStatusChanges`` filter,
+        which lets through an event whose old and new object are the same pointer; before,
+        the filter drops it for a parent whose rule ignores status changes. Children and
         related objects resync too, but their handlers skip an update with an unchanged
         resourceVersion."""
         def resync() -> None:
             if self.stopped:
                 return
             for parent in self.parents():
-                self.enqueue(parent)
+                if self.sim.version.resyncs_pass_filter or not self.ignores_status_changes(parent):
+                    self.enqueue(parent)
             self._schedule_resync(period)
         self.sim.after(period, resync, periodic=True)
 
@@ -211,22 +299,48 @@ class Controller:
         return self.hooks.get("finalize") is not None
 
     def sync_finalizer(self, parent: Obj) -> Obj:
-        """``finalizer.SyncObject``: add ours (not on a parent already being deleted) or remove it."""
+        """``finalizer.SyncObject``: add ours (not on a parent already being deleted) or remove it,
+        judged on the cached parent, written by ``AtomicUpdate``."""
         if selection.has_finalizer(parent, self.finalizer) == self.finalize_enabled:
             return parent
         if self.finalize_enabled and parent["metadata"].get("deletionTimestamp"):
             return parent
-        updated = clone(parent)
-        finalizers = [item for item in updated["metadata"].get("finalizers") or [] if item != self.finalizer]
         if self.finalize_enabled:
-            finalizers.append(self.finalizer)
-        updated["metadata"]["finalizers"] = finalizers
-        return self.write_parent(updated)
+            return self.atomic_update(parent, self._with_finalizer)
+        return self.remove_finalizer(parent)
 
     def remove_finalizer(self, parent: Obj) -> Obj:
-        updated = clone(parent)
-        updated["metadata"]["finalizers"] = [item for item in updated["metadata"].get("finalizers") or [] if item != self.finalizer]
-        return self.write_parent(updated)
+        """``RemoveFinalizer``: an ``AtomicUpdate``."""
+        return self.atomic_update(parent, self._without_finalizer)
+
+    def _with_finalizer(self, current: Obj) -> bool:
+        if selection.has_finalizer(current, self.finalizer):
+            return False
+        current["metadata"]["finalizers"] = [*(current["metadata"].get("finalizers") or []), self.finalizer]
+        return True
+
+    def _without_finalizer(self, current: Obj) -> bool:
+        if not selection.has_finalizer(current, self.finalizer):
+            return False
+        current["metadata"]["finalizers"] = [item for item in current["metadata"]["finalizers"] if item != self.finalizer]
+        return True
+
+    def atomic_update(self, parent: Obj, change: Callable[[Obj], bool], status: bool = False) -> Obj:
+        """``AtomicUpdate`` (``AtomicStatusUpdate`` with ``status``): read the parent afresh (a
+        new uid is NotFound), apply ``change``, write only if it changed something; a
+        Conflict starts again, ``CONFLICT_ATTEMPTS`` times in all."""
+        for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+            current = self.cluster.get(*ref(parent))
+            if current["metadata"]["uid"] != parent["metadata"]["uid"]:
+                raise ApiError(404, f"{parent['kind']} {parent['metadata']['name']} not found (replaced)")
+            if not change(current):
+                return current
+            try:
+                return self.write_status(current) if status else self.write_parent(current)
+            except ApiError as error:
+                if error.code != 409 or attempt == CONFLICT_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
 
     def write_parent(self, parent: Obj) -> Obj:
         self.counts["parent write"] += 1
@@ -260,7 +374,7 @@ class Controller:
         return self.hooks["finalize"] if finalizing else self.hooks["sync"]
 
     def related(self, parent: Obj) -> selection.ObjectMap:
-        return self.customize.related(parent)
+        return self.customize.related(parent, lambda resource, namespace: self.observe(parent, resource, namespace))
 
 
 def declared(items: list[dict[str, Any]]) -> list[Resource]:

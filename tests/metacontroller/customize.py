@@ -19,6 +19,8 @@ from tests.metacontroller.cluster import ApiError, Cluster, Resource, resource_o
 from tests.metacontroller.selection import Obj, ObjectMap
 
 CACHE_TTL = timedelta(minutes=20)
+Lister = Callable[[Resource, "str | None"], list[Obj]]
+"""An informer's list of one resource, in one namespace or (None) all."""
 RULE_FIELDS = {"apiVersion", "resource", "labelSelector", "namespaceSelector", "namespace", "names"}
 
 
@@ -87,42 +89,64 @@ class CustomizeManager:
         self.cache[key] = (now, rules, version)
         return rules, version
 
-    def related(self, parent: Obj) -> ObjectMap:
-        """``GetRelatedObjects``: every rule's group initialised, then filled by its mode."""
+    def cached_rules(self, parent: Obj) -> list[dict[str, Any]]:
+        """The rules cached for this parent's uid and generation, without a call."""
+        cached = self._cached(parent)
+        return cached[1] if cached is not None else []
+
+    def _cached(self, parent: Obj) -> tuple[datetime, list[dict[str, Any]], str] | None:
+        return self.cache.get((parent["metadata"]["uid"], parent["metadata"].get("generation", 0)))
+
+    def related(self, parent: Obj, lister: Lister) -> ObjectMap:
+        """``GetRelatedObjects``: every rule's group initialised, then filled by its mode from
+        the informers ``lister`` reads."""
         groups: ObjectMap = {}
         if not self.enabled:
             return groups
         rules, version = self.rules(parent)
-        namespaced_parent = bool(parent["metadata"].get("namespace"))
-        parent_namespace = parent["metadata"].get("namespace")
         for rule in rules:
             resource = resource_of(rule["apiVersion"], rule["resource"])
             self._informer(resource)
-            mode = selection_type(rule)
             selection.init_group(groups, resource.type_key)
-            if mode == "Labels":
-                scoped = version == "v1" and namespaced_parent and resource.namespaced
-                found = self._list(resource, parent_namespace if scoped else None)
-                found = [obj for obj in found if selection.matches(rule.get("labelSelector"), obj["metadata"].get("labels"))]
-            elif mode == "NamespaceAndLabels":
-                found = [obj for obj in self._list(resource, rule["namespace"])
-                         if selection.matches(rule.get("labelSelector"), obj["metadata"].get("labels"))]
-            elif mode == "NamespaceSelector":
-                namespaces = [ns["metadata"]["name"] for ns in self.cluster.list("v1", "Namespace")
-                              if selection.matches(rule["namespaceSelector"], ns["metadata"].get("labels"))]
-                found = [obj for ns in namespaces for obj in self._list(resource, ns)
-                         if selection.matches(rule.get("labelSelector"), obj["metadata"].get("labels"))]
-            else:
-                if (version == "v1" and namespaced_parent and resource.namespaced and rule.get("namespace")
-                        and rule["namespace"] != parent_namespace):
-                    raise RuleError(f"requested related object namespace {rule['namespace']} differs from "
-                                    f"parent object namespace {parent_namespace}")
-                found = self._list(resource, rule.get("namespace") or None)
-                if rule.get("names"):
-                    found = [obj for obj in found if obj["metadata"]["name"] in rule["names"]]
-            for obj in found:
+            for obj in self._selected(parent, rule, version, resource, lister):
                 selection.insert(groups, parent, obj, "v2")
         return groups
+
+    def select(self, parent: Obj, type_key: tuple[str, str], lister: Lister) -> list[Obj]:
+        """The related objects of one type the cached rules select from ``lister``."""
+        cached = self._cached(parent)
+        if cached is None:
+            return []
+        found = []
+        for rule in cached[1]:
+            resource = resource_of(rule["apiVersion"], rule["resource"])
+            if (resource.api_version, resource.kind) == type_key:
+                found.extend(self._selected(parent, rule, cached[2], resource, lister))
+        return found
+
+    def _selected(self, parent: Obj, rule: dict[str, Any], version: str, resource: Resource, lister: Lister) -> list[Obj]:
+        """One rule's objects, by its selection mode."""
+        namespaced_parent = bool(parent["metadata"].get("namespace"))
+        parent_namespace = parent["metadata"].get("namespace")
+        mode = selection_type(rule)
+        if mode == "Labels":
+            scoped = version == "v1" and namespaced_parent and resource.namespaced
+            return [obj for obj in lister(resource, parent_namespace if scoped else None)
+                    if selection.matches(rule.get("labelSelector"), obj["metadata"].get("labels"))]
+        if mode == "NamespaceAndLabels":
+            return [obj for obj in lister(resource, rule["namespace"])
+                    if selection.matches(rule.get("labelSelector"), obj["metadata"].get("labels"))]
+        if mode == "NamespaceSelector":
+            namespaces = [ns["metadata"]["name"] for ns in self.cluster.list("v1", "Namespace")
+                          if selection.matches(rule["namespaceSelector"], ns["metadata"].get("labels"))]
+            return [obj for ns in namespaces for obj in lister(resource, ns)
+                    if selection.matches(rule.get("labelSelector"), obj["metadata"].get("labels"))]
+        if (version == "v1" and namespaced_parent and resource.namespaced and rule.get("namespace")
+                and rule["namespace"] != parent_namespace):
+            raise RuleError(f"requested related object namespace {rule['namespace']} differs from "
+                            f"parent object namespace {parent_namespace}")
+        found = lister(resource, rule.get("namespace") or None)
+        return [obj for obj in found if obj["metadata"]["name"] in rule["names"]] if rule.get("names") else found
 
     def _list(self, resource: Resource, namespace: str | None) -> list[Obj]:
         return self.cluster.list(resource.api_version, resource.kind, namespace)

@@ -96,7 +96,9 @@ class DecoratorController(Controller):
             "related": selection.rekey(parent, related, version),
             "finalizing": finalizing,
         }
+        self.sim.perturbation.before_call(self, parent, "finalize" if finalizing else "sync")
         answer = webhook.call(self.hook, spec, body, SYNC_FIELDS, self.counts, "finalize" if finalizing else "sync")
+        self.sim.perturbation.answered(self, parent, answer)
         desired = selection.uniform_map(parent, clone(answer.get("attachments") or []))
         resync = answer.get("resyncAfterSeconds") or 0
         if resync > 0:
@@ -142,8 +144,9 @@ class DecoratorController(Controller):
         namespace = parent["metadata"].get("namespace")
         for resource in self.attachments:
             selection.init_group(groups, resource.type_key)
-            for obj in self.cluster.list(resource.api_version, resource.kind, namespace, controller_uid=parent["metadata"]["uid"]):
-                if (obj["metadata"].get("annotations") or {}).get(DECORATOR_ANNOTATION) != self.name:
+            for obj in self.observe(parent, resource, namespace):
+                if (selection.controller_of(obj) or {}).get("uid") != parent["metadata"]["uid"] \
+                        or (obj["metadata"].get("annotations") or {}).get(DECORATOR_ANNOTATION) != self.name:
                     continue
                 selection.insert(groups, parent, obj, "v2")
         return groups

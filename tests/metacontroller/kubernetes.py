@@ -33,9 +33,15 @@ from tests.metacontroller.manage_children import controller_ref
 if TYPE_CHECKING:
     from tests.metacontroller.simulator import Simulator
 
-AGENT_ERROR = ('{"level":"error","ts":1764503962.3,"caller":"ome-agent/model_metadata_agent.go:74",'
-               '"msg":"model-metadata encountered an error during execution",'
-               '"error":"no model config file found (tried: config.json, model_config.json, configuration.json)"}')
+
+def agent_error(cause: str) -> str:
+    """The line zap logs as the agent gives up (its JSON encoder escapes quotes)."""
+    escaped = cause.replace("\\", "\\\\").replace('"', '\\"')
+    return ('{"level":"error","ts":1764503962.3,"caller":"ome-agent/model_metadata_agent.go:74",'
+            f'"msg":"model-metadata encountered an error during execution","error":"{escaped}"}}')
+
+
+AGENT_ERROR = agent_error("no model config file found (tried: config.json, model_config.json, configuration.json)")
 METADATA = {"modelType": "llama", "modelArchitecture": "LlamaForCausalLM", "modelParameterSize": "8.03B"}
 POD_START_SECONDS = 2.0
 KUBE = "kube-controller-manager"
@@ -140,13 +146,12 @@ class JobController:
         if job is None or pod is None or self._finished(job):
             return
         now = format_time(self.sim.clock.now)
-        succeeded = run.outcome == "succeed"
-        if succeeded and self.agent is not None:
-            self.agent.fill(job)
+        said = AGENT_ERROR if run.outcome != "succeed" else self.agent.fill(job) if self.agent is not None else ""
+        succeeded = not said
         terminated = {"exitCode": 0 if succeeded else 1, "reason": "Completed" if succeeded else "Error",
                       "startedAt": started, "finishedAt": now}
         if not succeeded:
-            terminated["message"] = AGENT_ERROR + "\n"
+            terminated["message"] = said + "\n"
         pod["status"] = {"phase": "Succeeded" if succeeded else "Failed", "startTime": started,
                          "containerStatuses": [self._container(job, {"terminated": terminated})]}
         self.sim.cluster.update(pod, manager="kubelet", user=kubelet(pod["spec"]["nodeName"]))
@@ -287,24 +292,35 @@ class PVCBinder:
 
 
 class Agent:
-    """``ome-agent model-metadata``: finds its model from its arguments and fills the spec."""
+    """``ome-agent model-metadata``: finds its model from its arguments, reads it and fills
+    the spec with one Update (``internal/ome-agent/model-metadata/metadata.go``); an
+    error (a Conflict when another writer updated the model in between) ends the pod
+    with exit code 1 and the error in its log."""
 
     def __init__(self, sim: Simulator, metadata: dict[str, str] | None = None) -> None:
         self.sim = sim
         self.metadata = metadata or METADATA
         self.writes = 0
 
-    def fill(self, job: Obj) -> None:
+    def fill(self, job: Obj) -> str:
+        """The agent's last log line when it failed, else ""."""
         args = job["spec"]["template"]["spec"]["containers"][0]["args"]
         name = args[args.index("--basemodel-name") + 1]
         if "--cluster-scoped" in args:
-            model = self.sim.cluster.find("ome.io/v1beta1", "ClusterBaseModel", None, name)
+            kind, namespace, what = "ClusterBaseModel", None, name
         else:
-            model = self.sim.cluster.find("ome.io/v1beta1", "BaseModel", args[args.index("--basemodel-namespace") + 1], name)
+            kind, namespace = "BaseModel", args[args.index("--basemodel-namespace") + 1]
+            what = f"{namespace}/{name}"
+        model = self.sim.cluster.find("ome.io/v1beta1", kind, namespace, name)
         if model is None:
-            return
+            return agent_error(f"failed to get {kind} {what}: {kind.lower()}s.ome.io \"{name}\" not found")
         model["spec"].update(self.metadata)
-        self.writes += 1
         pod_spec = job["spec"]["template"]["spec"]
         user = service_account(job["metadata"]["namespace"], pod_spec.get("serviceAccountName") or "default")
-        self.sim.cluster.update(model, manager="ome-agent", user=user)
+        try:
+            self.sim.cluster.update(model, manager="ome-agent", user=user)
+        except ApiError as error:
+            return agent_error(f"failed to update {kind} {what}: {error}")
+        self.writes += 1
+        return ""
+

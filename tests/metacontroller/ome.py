@@ -225,6 +225,16 @@ class ModelReconciler:
         request = self.queue.get()
         if request is None:
             return False
+        self._handle(request)
+        return True
+
+    def process_now(self, namespace: str | None, name: str) -> None:
+        """A worker reconciles the model now, ahead of the queue (unless one already is)."""
+        request = self._request(namespace, name)
+        if self.queue.take(request):
+            self._handle(request)
+
+    def _handle(self, request: str) -> None:
         try:
             requeue_after = self.reconcile(request)
         except ApiError as error:
@@ -237,7 +247,6 @@ class ModelReconciler:
                 self.queue.add_after(request, requeue_after)
         finally:
             self.queue.done(request)
-        return True
 
     def _request(self, namespace: str | None, name: str) -> str:
         return f"{namespace or ''}/{name}"

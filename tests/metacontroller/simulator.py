@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Protocol
 
@@ -11,10 +12,28 @@ from tests.metacontroller.cluster import Clock, Cluster
 from tests.metacontroller.composite import CompositeController
 from tests.metacontroller.controller import Controller
 from tests.metacontroller.decorator import DecoratorController
+from tests.metacontroller.perturbation import Perturbation, Stopped
 from tests.metacontroller.workqueue import Timeline, WorkQueue
 
 START = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
 MAX_SYNCS_PER_SETTLE = 2000
+
+
+@dataclass(frozen=True)
+class MetacontrollerVersion:
+    """The Metacontroller release simulated, as far as its behaviour differs for this hook."""
+
+    name: str
+    resyncs_pass_filter: bool
+    """v4.17.2 (#1252) lets an informer resync through the ``ignoreStatusChanges`` filter;
+    v4.16.0 to v4.17.1 drop it."""
+
+
+V4_16 = MetacontrollerVersion("v4.16.0", resyncs_pass_filter=False)
+"""The oldest release the docs support, and the simulator's default: nothing the product
+promises may rest on a resync it drops."""
+V4_17_2 = MetacontrollerVersion("v4.17.2", resyncs_pass_filter=True)
+VERSIONS = (V4_16, V4_17_2)
 
 
 class HotLoop(AssertionError):
@@ -29,18 +48,27 @@ class Worker(Protocol):
 
 
 class Simulator:
-    """``cache_flush_seconds`` is Metacontroller's ``--cache-flush-interval`` (30 min by default)."""
+    """``cache_flush_seconds`` is Metacontroller's ``--cache-flush-interval`` (30 min by
+    default); ``version`` the release simulated; ``perturbation`` what a test changes in
+    the controllers' view (nothing by default)."""
 
-    def __init__(self, start: datetime = START, cache_flush_seconds: float = 1800.0) -> None:
+    def __init__(self, start: datetime = START, cache_flush_seconds: float = 1800.0,
+                 version: MetacontrollerVersion = V4_16, perturbation: Perturbation | None = None) -> None:
         self.cache_flush_seconds = cache_flush_seconds
+        self.version = version
+        self.perturbation = perturbation or Perturbation()
         self.clock = Clock(start)
         self.cluster = Cluster(self.clock)
+        self.cluster.before_write = self.perturbation.before_write
         self.timeline = Timeline()
         self.counts: Counter[str] = Counter()
         self.decorator_counts: Counter[str] = Counter()
         self.errors: list[str] = []
         self.controllers: list[Controller] = []
         self.workers: list[Worker] = []
+        self.active: Controller | Worker | None = None
+        """Who is working now: the controller or worker whose item is being processed."""
+        self.perturbation.attach(self)
 
     def add_controller(self, manifest: dict[str, Any], hook: webhook.Hook) -> Controller:
         """Serve a CompositeController or DecoratorController manifest with ``hook``."""
@@ -85,13 +113,24 @@ class Simulator:
                 continue
             worked = False
             for controller in [*self.controllers, *self.workers]:
-                if controller.process_one():
+                if self.take_turn(controller):
                     worked = True
                     syncs += 1
             if not worked:
                 return
             if syncs > MAX_SYNCS_PER_SETTLE:
                 raise HotLoop(f"more than {MAX_SYNCS_PER_SETTLE} syncs at {self.clock.now}; counts {dict(self.counts)}")
+
+    def take_turn(self, controller: Controller | Worker) -> bool:
+        """One item of ``controller``'s queue; Metacontroller stopping on the way starts again."""
+        self.active = controller
+        try:
+            return controller.process_one()
+        except Stopped:
+            self.restart_metacontroller()
+            return True
+        finally:
+            self.active = None
 
     def advance(self, seconds: float) -> None:
         """Move the clock forward, running every event on the way at its own time."""

@@ -20,6 +20,10 @@ class HookError(Exception):
     """The call failed (``webhook.go``: "unsupported status code", "can't unmarshal", "strict validation failed")."""
 
 
+class HookDown(HookError):
+    """No answer at all: the hook's process is gone ("http error: ..." in ``webhook.go``)."""
+
+
 class TooManyRequests(HookError):
     """A 429: Metacontroller requeues after Retry-After without a SyncError (here: the body's ``retryAfter``)."""
 

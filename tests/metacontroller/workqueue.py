@@ -76,6 +76,17 @@ class WorkQueue:
         self.processing.add(key)
         return key
 
+    def take(self, key: str) -> bool:
+        """A worker takes ``key`` now, ahead of its turn (a perturbation's interleaving), as
+        ``get`` would have: False while another worker processes it, since a key is never
+        processed twice at once."""
+        if key in self.processing:
+            return False
+        if key in self.queue:
+            self.queue.remove(key)
+        self.processing.add(key)
+        return True
+
     def done(self, key: str) -> None:
         self.processing.discard(key)
         if key in self.dirty:
