@@ -6,6 +6,7 @@ image's owner. The packaging step is run here as the runner runs it.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -14,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from hooks import __version__
+from tests import docs
 from tests.chart import CHART
 from tests.helm import HELM_VERSION, helm
 from tests.test_release_workflow import JOBS, WORKFLOW, step_using
@@ -58,3 +60,9 @@ def test_the_packaging_step_makes_the_chart_of_this_version_with_its_linked_file
                 member = members[f"ome-basemodel-hook/{linked.relative_to(CHART).as_posix()}"]
                 assert member.isfile()
                 assert package.extractfile(member).read() == linked.read_bytes()  # type: ignore[union-attr]
+
+
+def test_the_docs_pull_the_chart_the_workflow_pushes_at_this_version() -> None:
+    pulls = re.findall(r"^helm pull oci://(\S+) --version (\S+) --untar$", docs.text(), re.M)
+    assert pulls == [(f"{WORKFLOW['env']['CHARTS']}/{CHART.name}", __version__)]
+    assert f"oci://{WORKFLOW['env']['CHARTS']}/{CHART.name}" in docs.README.read_text(encoding="utf-8")
