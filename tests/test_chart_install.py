@@ -55,10 +55,28 @@ def test_chart_version_and_app_version_are_the_products_one_version() -> None:
     assert (chart["version"], chart["appVersion"]) == (__version__, __version__)
 
 
-def test_the_chart_pulls_the_image_of_its_app_version() -> None:
-    (deployment,) = [obj for obj in render() if obj["kind"] == "Deployment"]
+def hook_deployment(values: Values = ()) -> Obj:
+    (deployment,) = [obj for obj in render(values) if obj["kind"] == "Deployment"]
+    return deployment
+
+
+def test_the_chart_pulls_the_image_of_its_app_version_unless_told_a_tag_or_a_digest() -> None:
+    def image(values: Values) -> tuple[str, str]:
+        (container,) = hook_deployment(values)["spec"]["template"]["spec"]["containers"]
+        return container["image"], container["imagePullPolicy"]
+
+    digest = "sha256:" + "ab" * 32
+    repository = "ghcr.io/ome-basemodel-hook/ome-basemodel-hook"
+    assert image(()) == (f"{repository}:{__version__}", "IfNotPresent")
+    assert image((("image.tag", "0.2.0-rc1"), ("image.pullPolicy", "Always"))) == (f"{repository}:0.2.0-rc1", "Always")
+    assert image((("image.digest", digest),)) == (f"{repository}:{__version__}@{digest}", "IfNotPresent")
+
+
+def test_replicas_and_the_containers_resources_are_values() -> None:
+    deployment = hook_deployment((("replicas", 3), ("resources.limits.memory", "1Gi"), ("resources.limits.cpu", 2)))
+    assert deployment["spec"]["replicas"] == 3
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["image"].endswith(f":{__version__}")
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "192Mi"}, "limits": {"cpu": 2, "memory": "1Gi"}}
 
 
 def test_the_chart_installs_no_crd_and_no_sample_whatever_its_values() -> None:

@@ -53,7 +53,9 @@ def as_environment(value: Any) -> str:
 def test_every_variable_of_the_hook_is_a_chart_value_or_set_by_a_feature() -> None:
     values = set(default_values()["settings"])
     assert values.isdisjoint(FROM_FEATURES) and BIND not in values
-    assert values | set(FROM_FEATURES) | {BIND} == set(hook_defaults())
+    missing = set(hook_defaults()) - values - set(FROM_FEATURES) - {BIND}
+    assert not missing, f"give {sorted(missing)} a value under `settings` in charts/ome-basemodel-hook/values.yaml and a rule in values.schema.json"
+    assert values <= set(hook_defaults()), f"the hook reads no {sorted(values - set(hook_defaults()))}"
 
 
 def test_every_setting_value_reaches_the_hook_as_its_variable_and_the_hook_reads_it() -> None:
