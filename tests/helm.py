@@ -11,7 +11,9 @@ Kubernetes its client libraries know as the version ``helm template`` and ``helm
 assume (a plain ``go install`` would leave Helm's fallback, 1.20, which the chart's
 ``kubeVersion`` refuses).
 
-``python -m tests.helm`` builds it if needed and prints its path.
+``python -m tests.helm`` builds it if needed and prints its path. A session that will run a
+chart test builds it before its first test (``tests/conftest.py``), so that no test with a
+time limit of its own, such as the years-ahead rerun of the suite, pays for the build.
 """
 
 from __future__ import annotations
@@ -45,16 +47,23 @@ def helm() -> Path:
 
     Without Go the test that needs helm fails in CI, which must run every chart test, and
     skips elsewhere, saying what is missing."""
-    binary = cache_directory() / "helm"
-    if binary.is_file():
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        message = f"helm {HELM_VERSION} is not built yet and Go is not installed to build it into {binary}"
+    binary = built()
+    if binary is None:
+        message = f"helm {HELM_VERSION} is not built yet and Go is not installed to build it into {cache_directory()}"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    _build(go, binary)
+    return binary
+
+
+def built() -> Path | None:
+    """The binary, built now if it is not there yet; None where Go is missing to build it."""
+    binary = cache_directory() / "helm"
+    if not binary.is_file():
+        go = shutil.which("go")
+        if go is None:
+            return None
+        _build(go, binary)
     return binary
 
 
@@ -98,4 +107,7 @@ def _kubernetes_version(go: str, env: dict[str, str]) -> tuple[str, str]:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(f"{helm()}\n")
+    found = built()
+    if found is None:
+        sys.exit(f"Go is not installed: cannot build helm {HELM_VERSION}")
+    sys.stdout.write(f"{found}\n")
