@@ -11,8 +11,8 @@ import yaml
 
 from hooks import __version__
 from tests.chart import CHART, Values, helm_run, render, set_arguments
-from tests.manifests import Obj, group_of, load_yaml
-from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, served
+from tests.manifests import Obj, crd_schema, group_of, load_yaml, upstream_crd
+from tests.schemas import KUBERNETES_VERSIONS, errors_of, kubernetes_errors, served
 
 # Every feature on at once: each template's every branch renders.
 EVERYTHING: Values = (
@@ -48,6 +48,21 @@ def test_builtin_objects_the_chart_renders_validate_strictly_against_kubernetes_
     assert {obj["kind"] for obj in builtin} >= {"Deployment", "NetworkPolicy", "ClusterRole", "Namespace"}
     failures = [f"{obj['kind']} {obj['metadata']['name']}: {error}" for obj in builtin for error in kubernetes_errors(obj, k8s_version)]
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("values", [EVERYTHING, (("webhook.url", "https://hook.example.com/base"), ("auth.type", "bearer"))],
+                         ids=["every feature", "own URL"])
+def test_the_controllers_validate_against_metacontrollers_crds_whatever_the_values(values: Values) -> None:
+    """Metacontroller's CRDs prune a field they do not know: an authorization, a basicAuth, a
+    caBundle or a clientTLS it dropped would leave the hook's calls without it."""
+    schemas = {
+        "CompositeController": crd_schema(upstream_crd("metacontroller.k8s.io_compositecontrollers.yaml")),
+        "DecoratorController": crd_schema(upstream_crd("metacontroller.k8s.io_decoratorcontrollers.yaml")),
+    }
+    controllers = [obj for obj in render(values) if obj["kind"] in schemas]
+    assert len(controllers) == 3
+    for controller in controllers:
+        assert errors_of(schemas[controller["kind"]], controller) == [], controller["metadata"]["name"]
 
 
 def test_chart_version_and_app_version_are_the_products_one_version() -> None:
