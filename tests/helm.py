@@ -3,8 +3,8 @@
 No PyPI package ships a Linux helm binary that is kept up to date, so helm is built from
 its Go module, at the version pinned here, with the Go toolchain, into a cache outside the
 checkout keyed by that version (``~/.cache/ome-basemodel-hook/helm-<version>/helm``, under
-``$XDG_CACHE_HOME`` when set): a clean clone builds it once, the first time a test asks
-for it (a few minutes on two cores), and every later run finds it there.
+``$XDG_CACHE_HOME`` when set): a clean clone builds it once (several minutes on two cores,
+Go's own build cache empty) and every later run finds it there.
 
 It is linked as Helm's Makefile links a release: with its version, and with the newest
 Kubernetes its client libraries know as the version ``helm template`` and ``helm lint``
