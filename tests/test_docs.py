@@ -144,10 +144,14 @@ def test_every_command_block_runs_in_a_test_or_ci_or_is_a_cluster_command() -> N
 
 
 def test_ci_runs_the_readmes_test_command_and_every_tier_the_readme_names() -> None:
+    """Each step of the test command in its order, and every command of the tiers' section."""
     tiers = [command for block in re.findall(r"```sh\n(.*?)\n```", README.split("## Slower tiers")[1].split("\n## ")[0], re.S)
              for command in shell_commands(block)]
     test_command = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)[1]
-    assert tiers and ci_commands() == [test_command, *tiers]
+    steps = [step for line in ci_commands() for step in line.split(" && ")]
+    wanted = test_command.split(" && ")
+    assert [step for step in steps if step in wanted] == wanted
+    assert tiers and all(command in ci_commands() for command in tiers)
 
 
 def test_nothing_tells_a_user_to_stop_or_scale_down_omes_manager() -> None:
