@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hooks import __version__
-from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK
+from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK, main
 from hooks.settings import default_workers
 from tests import docs, golden
 from tests.live_server import free_port, running
@@ -245,6 +245,22 @@ def test_replay_prints_the_golden_answer_of_the_hook_its_folder_names(hook: str)
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == golden.load(golden.response_file(request_file))
+
+
+@pytest.mark.parametrize(
+    "credentials",
+    [{"HOOK_AUTH_TOKEN": "s3cr3t-token"}, {"HOOK_BASIC_AUTH_USERNAME": "metacontroller", "HOOK_BASIC_AUTH_PASSWORD": "s3cr3t"}],
+    ids=["bearer", "basic"],
+)
+def test_replay_answers_without_credentials_where_the_environment_requires_them(
+    credentials: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Inside the hook's own pod, where the docs send an operator to replay a request."""
+    for variable, value in credentials.items():
+        monkeypatch.setenv(variable, value)
+    request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
+    assert main(["replay", str(request_file), "--now", "2026-11-30T12:00:00Z"]) == 0
+    assert json.loads(capsys.readouterr().out) == golden.load(golden.response_file(request_file))
 
 
 def test_replay_refuses_a_hook_the_server_does_not_serve() -> None:
