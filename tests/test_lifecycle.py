@@ -228,3 +228,17 @@ def test_restarts_of_metacontroller_or_the_hook_run_no_job_twice(kind: str, outc
     for name in ("Metacontroller restart mid-Job", "hook restart mid-Job"):
         world = outcomes[(name, kind)].world
         assert world.jobs_created == calm.jobs_created and status(world) == status(calm), name
+
+
+@pytest.mark.parametrize(("argv", "logged"), [([], False), (["--log"], True)])
+def test_the_printed_costs_are_the_table_alone_unless_the_log_is_asked_for(
+    argv: list[str], logged: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scenario that runs the hook through its HTTP shell, whose every call writes a log line."""
+    monkeypatch.setattr(lifecycle, "SCENARIOS", {"hook restart mid-Job": lifecycle.hook_restart_mid_job})
+    assert lifecycle.main(argv) == 0
+    printed = capsys.readouterr()
+    header, rule, row = printed.out.splitlines()
+    assert header.startswith("| scenario | kind |") and rule.startswith("|---|") and row.startswith("| hook restart mid-Job |")
+    assert bool(printed.err) is logged and all(line.startswith('{"time":') for line in printed.err.splitlines())
+
