@@ -16,7 +16,6 @@ from typing import Any, Iterable
 
 TRUE = "True"
 FALSE = "False"
-READY_CONDITION = "Ready"
 
 MESSAGE_LIMIT = 32768  # the CRD's maxLength: a longer message fails the whole status
 REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")

@@ -15,17 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from hooks.observed import Model, has_children, kept_status
+from hooks.reasons import Reason
 from hooks.settings import Settings
-from hooks.states import State
-
-HANDED_BACK = "HandedBack"
 
 
 def hand_back(request: dict[str, Any], model: Model, finalizing: bool, settings: Settings) -> dict[str, Any]:
     """No children and OME's starting status; while finalizing, ``finalized`` once no child
     is observed (Metacontroller then removes its finalizer and stops calling)."""
     remaining = has_children(request)
-    response: dict[str, Any] = {"status": {"state": State.IN_TRANSIT, **kept_status(model)}, "children": []}
+    response: dict[str, Any] = {"status": {"state": Reason.HANDED_BACK.state, **kept_status(model)}, "children": []}
     if finalizing:
         response["finalized"] = not remaining
         if remaining:

@@ -11,17 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
-from hooks.hand_back import HANDED_BACK, hand_back
+from hooks.conditions import FALSE, TRUE, Condition, stamp
+from hooks.hand_back import hand_back
 from hooks.observed import PVCObservation, kept_status, observe_pvc_model, read_model, read_request
 from hooks.pvc.extraction import Plan, plan_extraction
 from hooks.pvc.metadata_ready import metadata_ready
 from hooks.pvc.storage import StorageVerdict, judge_storage
 from hooks.pvc.storage_uri import is_pvc_uri
+from hooks.reasons import ConditionType, Reason
 from hooks.settings import Settings
-from hooks.states import State
-
-READY = "Ready"
 
 
 class Decision(NamedTuple):
@@ -40,7 +38,7 @@ class Decision(NamedTuple):
         """The Ready condition's reason, the first thing a person looks at; a handed-back
         model's status has no conditions."""
         conditions = self.response["status"].get("conditions", [])
-        return next((str(item["reason"]) for item in conditions if item["type"] == READY_CONDITION), HANDED_BACK)
+        return next((str(item["reason"]) for item in conditions if item["type"] == ConditionType.READY), Reason.HANDED_BACK)
 
     @property
     def job(self) -> str:
@@ -66,15 +64,15 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
 
 
 def compose_status(seen: PVCObservation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
-    """The state the first blocker implies, then the conditions (``Ready`` repeating that
-    blocker), then what the URI resolved to and the extraction's record."""
-    model, storage_ready = seen.model, storage.ready
-    metadata = metadata_ready(seen, plan, storage_ready)
-    conditions = (storage.condition, metadata.condition, _ready(storage.condition, metadata.condition))
+    """The conditions (``Ready`` repeating the first blocker), the state its reason means,
+    then what the URI resolved to and the extraction's record."""
+    model = seen.model
+    metadata = metadata_ready(seen, plan, storage.ready)
+    ready = _ready(storage.condition, metadata)
     return {
-        "state": storage.state if not storage_ready else State.READY if metadata.condition.is_true else metadata.state,
+        "state": Reason(ready.reason).state,
         **kept_status(model),
-        "conditions": stamp(conditions, model.status.get("conditions"), now, model.generation),
+        "conditions": stamp((storage.condition, metadata, ready), model.status.get("conditions"), now, model.generation),
         **({"storage": storage.fields} if storage.fields is not None else {}),
         **plan.status_fields(),
     }
@@ -96,6 +94,6 @@ def _answer(seen: PVCObservation, status: dict[str, Any], plan: Plan, settings: 
 def _ready(storage: Condition, metadata: Condition) -> Condition:
     """Ready repeats the first blocker, so one condition tells a person what to fix."""
     if storage.is_true and metadata.is_true:
-        return Condition(READY_CONDITION, TRUE, READY, f"{storage.message}; {metadata.message}")
+        return Condition(ConditionType.READY, TRUE, Reason.READY, f"{storage.message}; {metadata.message}")
     first = storage if not storage.is_true else metadata
-    return Condition(READY_CONDITION, FALSE, first.reason, first.message)
+    return Condition(ConditionType.READY, FALSE, first.reason, first.message)

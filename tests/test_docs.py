@@ -14,9 +14,11 @@ from pathlib import Path
 import yaml
 
 from hooks.cli import EXIT_STATUSES
+from hooks.reasons import ConditionType, Reason
 from tests import docs
 from tests.configuration_doc import tables
 from tests.lifecycle import COLUMNS
+from tests.status_doc import table as status_table
 from tests.test_cli import CURL_EXAMPLE, REPLAY_EXAMPLE
 from tests.test_lifecycle import BUDGETS
 
@@ -62,6 +64,19 @@ def test_configuration_tables_are_the_ones_printed_from_the_settings() -> None:
         assert table in page, f"docs/configuration.md: {group}'s table differs from `python -m tests.configuration_doc`"
     documented = set(re.findall(r"^\| `([A-Z_]+)`", page, re.M))
     assert documented == {re.search(r"`([A-Z_]+)`", row).group(1) for table in tables().values() for row in table.splitlines()[2:]}
+
+
+def test_status_table_is_the_one_printed_from_the_catalogue_of_reasons() -> None:
+    page = (REPO / "docs" / "status.md").read_text(encoding="utf-8")
+    assert status_table() in page, "docs/status.md: the table of reasons differs from `python -m tests.status_doc`"
+
+
+def test_every_reason_the_docs_and_the_monitoring_name_is_in_the_catalogue() -> None:
+    """A reason renamed or split in the code leaves no stale name in a page, a runbook or a panel."""
+    monitoring = "\n".join(path.read_text(encoding="utf-8") for path in sorted((REPO / "metacontroller" / "monitoring").iterdir()))
+    text = "\n".join([docs.text(), monitoring, (REPO / "CHANGELOG.md").read_text(encoding="utf-8")])
+    named = set(re.findall(r"\b(?:PVC|Job|Metadata|Storage)[A-Z][A-Za-z]+\b|\bInvalidStorageURI\b|\bCrossNamespacePVC\b|\bHandedBack\b", text))
+    assert named - set(Reason) - set(ConditionType) == set()
 
 
 def test_exit_statuses_are_documented_as_the_cli_gives_them() -> None:

@@ -133,7 +133,7 @@ def test_deadline_exceeded_is_reported_and_retried(kind: str, outcomes: Any) -> 
 @pytest.mark.parametrize("kind", KINDS)
 def test_pvc_transitions_are_each_reported_and_no_job_runs_before_it_is_bound(kind: str, outcomes: Any) -> None:
     world = outcomes[("PVC late, bound later, deleted", kind)].world
-    assert reasons(world) == ["PVCNotFound", "PVCNotBound", "JobPending", "JobRunning", "Ready", "PVCNotFound"]
+    assert reasons(world) == ["PVCNotFound", "PVCPending", "JobPending", "JobRunning", "Ready", "PVCNotFound"]
     assert world.jobs_created == [60.0] and world.state() == ("Failed", "PVCNotFound")
 
 

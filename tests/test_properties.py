@@ -21,6 +21,7 @@ from hooks.customize import customize
 from hooks.observed import JOBS, BadRequest, Model, kept_status, read_model
 from hooks.pvc.metadata_job import job_name
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+from hooks.reasons import ConditionType, Reason
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
@@ -80,6 +81,8 @@ def check_answer(request: Any, settings: Settings, finalize: bool, response: dic
     if model.generation is not None:
         status["observedGeneration"] = model.generation
     assert status_errors(model.kind, status) == []
+    ready = next((item["reason"] for item in status.get("conditions", []) if item["type"] == ConditionType.READY), Reason.HANDED_BACK)
+    assert status["state"] == Reason(ready).state, "the state is the one its Ready reason means"
     for child in response["children"]:
         assert (child["apiVersion"], child["kind"]) in CHILD_TYPES[model.kind]
         assert _kubernetes_errors(json.dumps(child, sort_keys=True)) == (), child["metadata"]["name"]

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from hooks.conditions import format_time, parse_time
 from hooks.observed import BadRequest, Model, PVCObservation, field
-from hooks.pvc.job_outcome import JobOutcome, Result, agent_said, pod_waiting, read_outcome
+from hooks.pvc.job_outcome import POD_WAITING, JobOutcome, Result, agent_said, pod_waiting, read_outcome
 from hooks.pvc.metadata_job import (
     ATTEMPT_LABEL,
     Attempt,
@@ -24,9 +24,9 @@ from hooks.pvc.metadata_job import (
     job_name,
     job_names,
 )
-from hooks.pvc.metadata_ready import JOB_FAILED, WAITING, failure_reason
 from hooks.pvc.record import ATTEMPT_NUMBER, Record, read_record
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.reasons import Reason
 from hooks.settings import Settings
 
 WAS_WAITING = "; before that its pod was waiting: "
@@ -211,7 +211,7 @@ def _vanished(remembered: Record, location: PVCLocation, now: datetime) -> Recor
     return remembered._replace(
         result=Result.FAILED,
         failed_at=format_time(now),
-        failure_reason=JOB_FAILED,
+        failure_reason=Reason.JOB_FAILED,
         message=f"Job {location.namespace}/{remembered.job_name} disappeared before it finished (deleted by hand?)",
         pod_waiting="",
         pod_ended="",
@@ -228,7 +228,7 @@ def _fold(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: d
     elif outcome.result is Result.RUNNING:
         waiting = pod_waiting(job, pods)
         doing = "is suspended" if outcome.suspended else "is running"
-        message = f"Job {where} {doing}" + (f"{WAITING}{waiting}" if waiting else "")
+        message = f"Job {where} {doing}" + (f"{POD_WAITING}{waiting}" if waiting else "")
     else:
         return _fold_failure(remembered, newest, pods, now)
     return remembered._replace(
@@ -261,7 +261,7 @@ def _fold_failure(remembered: Record, newest: Newest, pods: list[dict[str, Any]]
         job_name=name,
         result=Result.FAILED,
         failed_at=kept or _no_later(outcome.failed_at, now),
-        failure_reason=failure_reason(outcome),
+        failure_reason=outcome.failure_reason,
         message=message,
         pod_waiting=waited,
         pod_ended=said,

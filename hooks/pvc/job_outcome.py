@@ -14,9 +14,14 @@ from typing import Any, NamedTuple
 from hooks.conditions import normalized_time, shorten
 from hooks.observed import field, items, text
 from hooks.pvc.metadata_job import CONTAINER
+from hooks.reasons import Reason
 
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 MESSAGE_LIMIT = 1024
+# The reasons a failed attempt is given, by its Job while observed, then by the record.
+FAILURE_REASONS = frozenset({Reason.JOB_FAILED, Reason.JOB_DEADLINE_EXCEEDED})
+# How a message goes on to say what a Job's pod waits for (``pod_waiting``).
+POD_WAITING = "; its pod is waiting: "
 
 
 class Result(StrEnum):
@@ -37,6 +42,11 @@ class JobOutcome(NamedTuple):
     deadline_exceeded: bool = False
     detail: str = ""
     failed_at: str | None = None
+
+    @property
+    def failure_reason(self) -> Reason:
+        """A failed Job's reason: its deadline, or anything else that failed it."""
+        return Reason.JOB_DEADLINE_EXCEEDED if self.deadline_exceeded else Reason.JOB_FAILED
 
 
 def read_outcome(job: dict[str, Any]) -> JobOutcome:

@@ -1,5 +1,4 @@
-"""``MetadataReady``: every reason it gives, each beside the rule that gives it, and the
-model state each one means.
+"""``MetadataReady``: the reason it gives, each beside the rule that gives it.
 
 The condition is read from the extraction plan (``extraction.py``): the record of the
 latest attempt, what its Job said, and whether the Job's access objects exist yet.
@@ -7,61 +6,31 @@ latest attempt, what its Job said, and whether the Job's access objects exist ye
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time
 from hooks.observed import METADATA_FIELDS, PVCObservation
-from hooks.pvc.job_outcome import JobOutcome, Result
-from hooks.states import State
+from hooks.pvc.job_outcome import POD_WAITING, Result
+from hooks.reasons import ConditionType, Reason
 
 if TYPE_CHECKING:
     from hooks.pvc.extraction import Plan
 
-METADATA_READY = "MetadataReady"
 
-METADATA_PRESENT = "MetadataPresent"
-METADATA_EXTRACTED = "MetadataExtracted"
-STORAGE_NOT_READY = "StorageNotReady"
-JOB_PENDING = "JobPending"
-JOB_RUNNING = "JobRunning"
-JOB_SUSPENDED = "JobSuspended"
-JOB_FAILED = "JobFailed"
-JOB_DEADLINE_EXCEEDED = "JobDeadlineExceeded"
-FAILURE_REASONS = (JOB_FAILED, JOB_DEADLINE_EXCEEDED)
-
-WAITING = "; its pod is waiting: "
-
-
-class MetadataVerdict(NamedTuple):
-    """The condition and the state it means while not True: a failed attempt fails the
-    model, anything else is on its way."""
-
-    condition: Condition
-
-    @property
-    def state(self) -> State:
-        return State.FAILED if self.condition.reason in FAILURE_REASONS else State.IN_TRANSIT
-
-
-def failure_reason(outcome: JobOutcome) -> str:
-    """A failed Job's reason: its deadline, or anything else that failed it."""
-    return JOB_DEADLINE_EXCEEDED if outcome.deadline_exceeded else JOB_FAILED
-
-
-def metadata_ready(seen: PVCObservation, plan: Plan, storage_ready: bool) -> MetadataVerdict:
+def metadata_ready(seen: PVCObservation, plan: Plan, storage_ready: bool) -> Condition:
     """From the most decisive fact first: extracted, already present, the latest attempt's
     Job, then what it waits for."""
     if plan.location is None:
-        return _false(STORAGE_NOT_READY, "no metadata Job until spec.storage.storageUri is valid")
+        return _false(Reason.STORAGE_NOT_READY, "no metadata Job until spec.storage.storageUri is valid")
     spec, record = seen.model.spec, plan.record
     where = f"{plan.location.namespace}/{record.job_name}"
     if record.result is Result.SUCCEEDED:
         missing = [key for key in METADATA_FIELDS if not spec.get(key)]
         note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
-        return MetadataVerdict(Condition(METADATA_READY, TRUE, METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}"))
+        return Condition(ConditionType.METADATA_READY, TRUE, Reason.METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}")
     if seen.metadata_present:
         shown = ", ".join(f"{key}={spec[key]}" for key in METADATA_FIELDS)
-        return MetadataVerdict(Condition(METADATA_READY, TRUE, METADATA_PRESENT, f"spec already holds the metadata ({shown})"))
+        return Condition(ConditionType.METADATA_READY, TRUE, Reason.METADATA_PRESENT, f"spec already holds the metadata ({shown})")
     job = f"Job {where} ({_attempt_of(plan)})"
     if record.result is Result.RUNNING:
         return _running(plan, job, seen.finalizing)
@@ -74,44 +43,44 @@ def _attempt_of(plan: Plan) -> str:
     return f"attempt {plan.record.attempts} of {plan.max_attempts}"
 
 
-def _pending(seen: PVCObservation, plan: Plan, job: str, storage_ready: bool) -> MetadataVerdict:
+def _pending(seen: PVCObservation, plan: Plan, job: str, storage_ready: bool) -> Condition:
     """No Job of the latest attempt yet: why not, or what it waits for."""
     if not storage_ready:
-        return _false(STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
+        return _false(Reason.STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
     if seen.finalizing:
-        return _false(JOB_PENDING, "no metadata Job: the model is being deleted")
+        return _false(Reason.JOB_PENDING, "no metadata Job: the model is being deleted")
     if plan.missing_access:
         return _false(
-            JOB_PENDING,
+            Reason.JOB_PENDING,
             f"creating the ServiceAccount and RBAC for {job} first; still missing: "
             f"{', '.join(plan.missing_access)}. If they do not appear, the model's events show why "
             "Metacontroller could not create them (SyncError; it must hold the verbs a Role grants)",
         )
     return _false(
-        JOB_PENDING,
+        Reason.JOB_PENDING,
         f"waiting for {job} to be created; if it does not appear, the model's "
         "events show why Metacontroller could not create it (SyncError)",
     )
 
 
-def _running(plan: Plan, job: str, finalizing: bool) -> MetadataVerdict:
+def _running(plan: Plan, job: str, finalizing: bool) -> Condition:
     """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
     suspended = plan.outcome is not None and plan.outcome.suspended
     if suspended:
         doing = "is suspended; resume it (spec.suspend: false) to extract"
     elif plan.record.pod_waiting:
-        doing = f"has not started{WAITING}{plan.record.pod_waiting}"
+        doing = f"has not started{POD_WAITING}{plan.record.pod_waiting}"
     else:
         doing = "is extracting the metadata"
     deleting = "; it is deleted with the model" if finalizing else ""
-    return _false(JOB_SUSPENDED if suspended else JOB_RUNNING, f"{job} {doing}{deleting}")
+    return _false(Reason.JOB_SUSPENDED if suspended else Reason.JOB_RUNNING, f"{job} {doing}{deleting}")
 
 
-def _failed(seen: PVCObservation, plan: Plan, storage_ready: bool) -> MetadataVerdict:
+def _failed(seen: PVCObservation, plan: Plan, storage_ready: bool) -> Condition:
     """A failed attempt: what failed, and when the next one starts or how to retry. Its
     reason is the Job's while the Job is observed, then the record's."""
     record, outcome = plan.record, plan.outcome
-    reason = failure_reason(outcome) if outcome and outcome.result is Result.FAILED else record.failure_reason or JOB_FAILED
+    reason = outcome.failure_reason if outcome and outcome.result is Result.FAILED else record.failure_reason or Reason.JOB_FAILED
     failed = f"{_attempt_of(plan)} failed at {record.failed_at}: {record.message}"
     if seen.finalizing:
         return _false(reason, f"{failed}. No further attempt: the model is being deleted")
@@ -134,5 +103,5 @@ def _next_attempt(plan: Plan, storage_ready: bool) -> str:
     )
 
 
-def _false(reason: str, message: str) -> MetadataVerdict:
-    return MetadataVerdict(Condition(METADATA_READY, FALSE, reason, message))
+def _false(reason: str, message: str) -> Condition:
+    return Condition(ConditionType.METADATA_READY, FALSE, reason, message)

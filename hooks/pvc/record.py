@@ -16,9 +16,8 @@ from typing import Any, NamedTuple
 
 from hooks.conditions import normalized_time, parse_time
 from hooks.observed import PVCObservation, field, text
-from hooks.pvc.job_outcome import Result
+from hooks.pvc.job_outcome import FAILURE_REASONS, Result
 from hooks.pvc.metadata_job import service_account_name
-from hooks.pvc.metadata_ready import FAILURE_REASONS
 from hooks.settings import RetrySettings
 
 RESULTS = {result.value: result for result in Result}
