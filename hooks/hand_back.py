@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.observed import Model, has_children, kept_status
 from hooks.reasons import Reason
+from hooks.request import Model, has_children, kept_status
 from hooks.settings import Settings
 
 

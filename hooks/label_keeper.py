@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.observed import BadRequest, read_model
 from hooks.pvc.storage_uri import is_pvc_uri
+from hooks.request import BadRequest, read_model
 
 STORAGE_LABEL = "ome-basemodel-hook.ome.io/storage"
 PVC_STORAGE = "pvc"

@@ -13,12 +13,13 @@ from typing import Any, NamedTuple
 
 from hooks.conditions import FALSE, TRUE, Condition, stamp
 from hooks.hand_back import hand_back
-from hooks.observed import PVCObservation, kept_status, observe_pvc_model, read_model, read_request
 from hooks.pvc.extraction import Plan, plan_extraction
 from hooks.pvc.metadata_ready import metadata_ready
+from hooks.pvc.observation import Observation, observe
 from hooks.pvc.storage import StorageVerdict, judge_storage
 from hooks.pvc.storage_uri import is_pvc_uri
 from hooks.reasons import ConditionType, Reason
+from hooks.request import kept_status, read_model, read_request
 from hooks.settings import Settings
 
 
@@ -56,14 +57,14 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
     finalizing = finalize or request.get("finalizing") is True
     if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
         return Decision(hand_back(request, model, finalizing, settings), "hand-back")
-    seen = observe_pvc_model(request, model, finalizing)
+    seen = observe(request, model, finalizing)
     storage = judge_storage(seen)
     plan = plan_extraction(seen, storage.ready, settings, now)
     status = compose_status(seen, storage, plan, now)
     return Decision(_answer(seen, status, plan, settings), "pvc")
 
 
-def compose_status(seen: PVCObservation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
+def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
     """The conditions (``Ready`` repeating the first blocker), the state its reason means,
     then what the URI resolved to and the extraction's record."""
     model = seen.model
@@ -78,7 +79,7 @@ def compose_status(seen: PVCObservation, storage: StorageVerdict, plan: Plan, no
     }
 
 
-def _answer(seen: PVCObservation, status: dict[str, Any], plan: Plan, settings: Settings) -> dict[str, Any]:
+def _answer(seen: Observation, status: dict[str, Any], plan: Plan, settings: Settings) -> dict[str, Any]:
     """While finalizing no child is kept, and the answer says whether any is left."""
     response: dict[str, Any] = {"status": status, "children": [] if seen.finalizing else plan.children}
     resync_after = plan.resync_after

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from hooks.observed import Model
+from hooks.request import Model
 from hooks.pvc.metadata_job import (
     Attempt,
     build_access,

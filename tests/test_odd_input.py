@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hooks.observed import BadRequest, read_model
+from hooks.request import BadRequest, read_model
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, job_name
 from hooks.settings import RetrySettings, Settings
 from tests import golden, strategies

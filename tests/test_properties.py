@@ -18,10 +18,11 @@ from typing import Any
 from hypothesis import event, given, settings as hypothesis_settings
 
 from hooks.customize import customize
-from hooks.observed import JOBS, BadRequest, Model, kept_status, read_model
 from hooks.pvc.metadata_job import job_name
+from hooks.pvc.observation import JOBS
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.reasons import ConditionType, Reason
+from hooks.request import BadRequest, Model, kept_status, read_model
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors

@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from hooks.conditions import format_time, parse_time
-from hooks.observed import BadRequest, Model, PVCObservation, field
 from hooks.pvc.job_outcome import POD_WAITING, JobOutcome, Result, agent_said, pod_waiting, read_outcome
 from hooks.pvc.metadata_job import (
     ATTEMPT_LABEL,
@@ -24,9 +23,11 @@ from hooks.pvc.metadata_job import (
     job_name,
     job_names,
 )
+from hooks.pvc.observation import Observation
 from hooks.pvc.record import ATTEMPT_NUMBER, Record, read_record
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.reasons import Reason
+from hooks.request import BadRequest, Model, field
 from hooks.settings import Settings
 
 WAS_WAITING = "; before that its pod was waiting: "
@@ -84,7 +85,7 @@ class Plan(NamedTuple):
         return {"metadataExtraction": self.record.render()} if self.record.attempts else {}
 
 
-def plan_extraction(seen: PVCObservation, storage_ready: bool, settings: Settings, now: datetime) -> Plan:
+def plan_extraction(seen: Observation, storage_ready: bool, settings: Settings, now: datetime) -> Plan:
     """A Job is wanted while the storage is ready, the metadata is missing and the model
     is not being deleted."""
     if seen.location is None:
@@ -95,7 +96,7 @@ def plan_extraction(seen: PVCObservation, storage_ready: bool, settings: Setting
     return choose_children(seen, observed, decided, settings)
 
 
-def fold_observed(seen: PVCObservation, location: PVCLocation, settings: Settings, now: datetime) -> Observed:
+def fold_observed(seen: Observation, location: PVCLocation, settings: Settings, now: datetime) -> Observed:
     """The newest observed Job of an attempt the record knows, or of a later one, says how
     that attempt stands; a running attempt whose Job is gone failed."""
     remembered = read_record(seen, location.namespace)
@@ -133,7 +134,7 @@ def decide_attempt(observed: Observed, wanted: bool, settings: Settings, now: da
     return Decided(started, None, wanted)
 
 
-def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, settings: Settings) -> Plan:
+def choose_children(seen: Observation, observed: Observed, decided: Decided, settings: Settings) -> Plan:
     """Every observed Job of the URI as built, a requested Job once its own ServiceAccount
     and RBAC are observed (so its pod never starts without the permission to write the
     model), the access objects while any Job exists or is requested, and the record."""
@@ -159,7 +160,7 @@ def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, 
     return Plan(location, children, record, settings.retry.max_attempts, decided.outcome, missing, decided.retry_at, decided.resync_after)
 
 
-def _request_says(seen: PVCObservation, location: PVCLocation, decided: Decided, missing: tuple[str, ...]) -> str:
+def _request_says(seen: Observation, location: PVCLocation, decided: Decided, missing: tuple[str, ...]) -> str:
     """What became of a requested Job: its access objects first, the Job itself, or why it
     is no longer created (it will be if the cause goes away)."""
     where = f"Job {location.namespace}/{decided.record.job_name}"
@@ -172,7 +173,7 @@ def _request_says(seen: PVCObservation, location: PVCLocation, decided: Decided,
     return f"{where} not created: the storage is not ready"
 
 
-def current_jobs(seen: PVCObservation, location: PVCLocation, record: Record, settings: Settings) -> dict[int, dict[str, Any]]:
+def current_jobs(seen: Observation, location: PVCLocation, record: Record, settings: Settings) -> dict[int, dict[str, Any]]:
     """Observed Jobs built for the current URI, by attempt.
 
     A Job is recognised by its name alone: the one this hook derives for the URI and an

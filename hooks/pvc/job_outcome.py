@@ -12,9 +12,9 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from hooks.conditions import normalized_time, shorten
-from hooks.observed import field, items, text
 from hooks.pvc.metadata_job import CONTAINER
 from hooks.reasons import Reason
+from hooks.request import field, items, text
 
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 MESSAGE_LIMIT = 1024

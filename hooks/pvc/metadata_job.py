@@ -18,8 +18,8 @@ import hashlib
 from dataclasses import replace
 from typing import Any, Iterable, NamedTuple
 
-from hooks.observed import API_GROUP, Model, field
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.request import API_GROUP, Model, field
 from hooks.settings import JobSettings
 
 CONTAINER = "model-metadata"

@@ -6,18 +6,14 @@ latest attempt, what its Job said, and whether the Job's access objects exist ye
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from hooks.conditions import FALSE, TRUE, Condition, format_time
-from hooks.observed import METADATA_FIELDS, PVCObservation
+from hooks.pvc.extraction import Plan
 from hooks.pvc.job_outcome import POD_WAITING, Result
+from hooks.pvc.observation import METADATA_FIELDS, Observation
 from hooks.reasons import ConditionType, Reason
 
-if TYPE_CHECKING:
-    from hooks.pvc.extraction import Plan
 
-
-def metadata_ready(seen: PVCObservation, plan: Plan, storage_ready: bool) -> Condition:
+def metadata_ready(seen: Observation, plan: Plan, storage_ready: bool) -> Condition:
     """From the most decisive fact first: extracted, already present, the latest attempt's
     Job, then what it waits for."""
     if plan.location is None:
@@ -43,7 +39,7 @@ def _attempt_of(plan: Plan) -> str:
     return f"attempt {plan.record.attempts} of {plan.max_attempts}"
 
 
-def _pending(seen: PVCObservation, plan: Plan, job: str, storage_ready: bool) -> Condition:
+def _pending(seen: Observation, plan: Plan, job: str, storage_ready: bool) -> Condition:
     """No Job of the latest attempt yet: why not, or what it waits for."""
     if not storage_ready:
         return _false(Reason.STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
@@ -76,7 +72,7 @@ def _running(plan: Plan, job: str, finalizing: bool) -> Condition:
     return _false(Reason.JOB_SUSPENDED if suspended else Reason.JOB_RUNNING, f"{job} {doing}{deleting}")
 
 
-def _failed(seen: PVCObservation, plan: Plan, storage_ready: bool) -> Condition:
+def _failed(seen: Observation, plan: Plan, storage_ready: bool) -> Condition:
     """A failed attempt: what failed, and when the next one starts or how to retry. Its
     reason is the Job's while the Job is observed, then the record's."""
     record, outcome = plan.record, plan.outcome

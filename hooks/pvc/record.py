@@ -15,9 +15,10 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 from hooks.conditions import normalized_time, parse_time
-from hooks.observed import PVCObservation, field, text
 from hooks.pvc.job_outcome import FAILURE_REASONS, Result
 from hooks.pvc.metadata_job import service_account_name
+from hooks.pvc.observation import Observation
+from hooks.request import field, text
 from hooks.settings import RetrySettings
 
 RESULTS = {result.value: result for result in Result}
@@ -96,7 +97,7 @@ def retry_delay(attempt: int, retry: RetrySettings) -> int:
     return min(retry.base_delay_seconds << min(attempt - 1, 32), retry.max_delay_seconds)
 
 
-def read_record(seen: PVCObservation, namespace: str) -> Record:
+def read_record(seen: Observation, namespace: str) -> Record:
     """The observed record ConfigMap in the Jobs' namespace, if it concerns the current
     URI; a new URI starts from nothing. A field that does not read as what the hook wrote
     reads as absent."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hooks.conditions import FALSE, TRUE, Condition
-from hooks.observed import PVCObservation, field
+from hooks.pvc.observation import Observation
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.reasons import ConditionType, Reason
+from hooks.request import field
 
 ELSEWHERE = "point spec.storage.storageUri at another PVC"
 
@@ -29,7 +30,7 @@ class StorageVerdict(NamedTuple):
         return self.condition.is_true
 
 
-def judge_storage(seen: PVCObservation) -> StorageVerdict:
+def judge_storage(seen: Observation) -> StorageVerdict:
     """A refused URI fails the model; otherwise the PVC decides."""
     if seen.location is None:
         assert seen.uri_refusal is not None
