@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from hooks.reasons import Reason
-from hooks.request import Model, has_children, kept_status
+from hooks.request import Model, has_children
 from hooks.settings import Settings
 
 
@@ -23,7 +23,7 @@ def hand_back(request: dict[str, Any], model: Model, finalizing: bool, settings:
     """No children and OME's starting status; while finalizing, ``finalized`` once no child
     is observed (Metacontroller then removes its finalizer and stops calling)."""
     remaining = has_children(request)
-    response: dict[str, Any] = {"status": {"state": Reason.HANDED_BACK.state, **kept_status(model)}, "children": []}
+    response: dict[str, Any] = {"status": {"state": Reason.HANDED_BACK.state, **model.kept_status}, "children": []}
     if finalizing:
         response["finalized"] = not remaining
         if remaining:

@@ -48,6 +48,12 @@ class Model(NamedTuple):
         """The plural resource name, for RBAC rules and related-object rules."""
         return "clusterbasemodels" if self.cluster_scoped else "basemodels"
 
+    @property
+    def kept_status(self) -> dict[str, Any]:
+        """The status fields that belong to whoever set them (``lifecycle``), carried over."""
+        lifecycle = self.status.get("lifecycle")
+        return {"lifecycle": lifecycle} if isinstance(lifecycle, str) else {}
+
 
 def read_request(body: Any) -> dict[str, Any]:
     """Check the envelope every hook shares: a JSON object with a ``parent`` object."""
@@ -84,12 +90,6 @@ def read_model(parent: dict[str, Any]) -> Model:
         storage_uri=uri,
         deleting=bool(parent["metadata"].get("deletionTimestamp")),
     )
-
-
-def kept_status(model: Model) -> dict[str, Any]:
-    """The status fields that belong to whoever set them (``lifecycle``), carried over."""
-    lifecycle = model.status.get("lifecycle")
-    return {"lifecycle": lifecycle} if isinstance(lifecycle, str) else {}
 
 
 def read_parent_name(parent: dict[str, Any], *, namespaced: bool) -> tuple[str, str | None]:

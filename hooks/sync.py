@@ -11,15 +11,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from hooks.conditions import FALSE, TRUE, Condition, stamp
 from hooks.hand_back import hand_back
 from hooks.pvc.extraction import Plan, plan_extraction
-from hooks.pvc.metadata_ready import metadata_ready
 from hooks.pvc.observation import Observation, observe
-from hooks.pvc.storage import StorageVerdict, judge_storage
+from hooks.pvc.status import compose_status
+from hooks.pvc.storage import judge_storage
 from hooks.pvc.storage_uri import is_pvc_uri
 from hooks.reasons import ConditionType, Reason
-from hooks.request import kept_status, read_model, read_request
+from hooks.request import read_model, read_request
 from hooks.settings import Settings
 
 
@@ -64,21 +63,6 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
     return Decision(_answer(seen, status, plan, settings), "pvc")
 
 
-def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
-    """The conditions (``Ready`` repeating the first blocker), the state its reason means,
-    then what the URI resolved to and the extraction's record."""
-    model = seen.model
-    metadata = metadata_ready(seen, plan, storage.ready)
-    ready = _ready(storage.condition, metadata)
-    return {
-        "state": Reason(ready.reason).state,
-        **kept_status(model),
-        "conditions": stamp((storage.condition, metadata, ready), model.status.get("conditions"), now, model.generation),
-        **({"storage": storage.fields} if storage.fields is not None else {}),
-        **plan.status_fields(),
-    }
-
-
 def _answer(seen: Observation, status: dict[str, Any], plan: Plan, settings: Settings) -> dict[str, Any]:
     """While finalizing no child is kept, and the answer says whether any is left."""
     response: dict[str, Any] = {"status": status, "children": [] if seen.finalizing else plan.children}
@@ -90,11 +74,3 @@ def _answer(seen: Observation, status: dict[str, Any], plan: Plan, settings: Set
     if resync_after is not None:
         response["resyncAfterSeconds"] = resync_after
     return response
-
-
-def _ready(storage: Condition, metadata: Condition) -> Condition:
-    """Ready repeats the first blocker, so one condition tells a person what to fix."""
-    if storage.is_true and metadata.is_true:
-        return Condition(ConditionType.READY, TRUE, Reason.READY, f"{storage.message}; {metadata.message}")
-    first = storage if not storage.is_true else metadata
-    return Condition(ConditionType.READY, FALSE, first.reason, first.message)

@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Reading a Metacontroller request, for any flow.
     ("request.py",),
     # The PVC flow: the URI, the request read for it, the storage, the Job and its outcome,
-    # the record of the attempts, the plan, and MetadataReady composed from the plan.
+    # the record of the attempts, the plan, and the status composed from them.
     ("pvc/storage_uri.py",),
     ("pvc/observation.py",),
     ("pvc/storage.py",),
@@ -32,7 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pvc/job_outcome.py",),
     ("pvc/record.py",),
     ("pvc/extraction.py",),
-    ("pvc/metadata_ready.py",),
+    ("pvc/status.py",),
     # The hooks' answers: a model handed back, the label, the related objects; then sync.
     ("hand_back.py", "label_keeper.py", "customize.py"),
     ("sync.py",),

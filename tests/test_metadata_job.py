@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -14,7 +15,7 @@ from hooks.pvc.metadata_job import (
     job_name,
     label_value,
     model_labels,
-    service_account_name,
+    record_name,
 )
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.settings import JobSettings
@@ -54,8 +55,14 @@ def test_job_name_changes_with_uri_attempt_and_kind() -> None:
     assert job_name(model(), URI, 1) == job_name(model(), URI, 1)
 
 
-def test_service_account_differs_for_basemodel_and_clusterbasemodel_of_the_same_name() -> None:
-    assert service_account_name(model()) != service_account_name(model(namespace=None))
+def service_account(built: Model, namespace: str = "models") -> dict[str, Any]:
+    [account] = [item for item in build_access(built, namespace) if item["kind"] == "ServiceAccount"]
+    return account
+
+
+def test_service_account_and_record_differ_for_basemodel_and_clusterbasemodel_of_the_same_name() -> None:
+    assert service_account(model())["metadata"]["name"] != service_account(model(namespace=None))["metadata"]["name"]
+    assert record_name(model()) != record_name(model(namespace=None))
 
 
 @pytest.mark.parametrize("namespace", ["models", None])
@@ -85,7 +92,7 @@ def test_basemodel_job_runs_the_agent_against_the_read_only_pvc() -> None:
     assert job["spec"]["ttlSecondsAfterFinished"] > 0
     assert 1 <= job["spec"]["backoffLimit"] <= 6
     assert pod["restartPolicy"] == "Never"
-    assert pod["serviceAccountName"] == service_account_name(model())
+    assert pod["serviceAccountName"] == service_account(model())["metadata"]["name"]
     assert set(container["resources"]["requests"]) == set(container["resources"]["limits"]) == {"cpu", "memory"}
 
 

@@ -22,7 +22,7 @@ from hooks.pvc.metadata_job import job_name
 from hooks.pvc.observation import JOBS
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
 from hooks.reasons import ConditionType, Reason
-from hooks.request import BadRequest, Model, kept_status, read_model
+from hooks.request import BadRequest, Model, read_model
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
@@ -95,7 +95,7 @@ def check_answer(request: Any, settings: Settings, finalize: bool, response: dic
     for job in jobs:
         check_job(job, model)
     if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
-        assert response["children"] == [] and response["status"] == {"state": "In_Transit", **kept_status(model)}
+        assert response["children"] == [] and response["status"] == {"state": "In_Transit", **model.kept_status}
     elif not finalizing:
         assert jobs_of_current_uri(request, model, settings) <= {job["metadata"]["name"] for job in jobs}
 

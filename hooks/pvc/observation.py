@@ -48,28 +48,38 @@ class Observation(NamedTuple):
 
 
 def observe(request: dict[str, Any], model: Model, finalizing: bool) -> Observation:
-    """The children are read before the URI is judged: a child the hook cannot read makes
-    a 400 whatever the URI, since a 200 would delete it. The PVCs are read only for a URI
-    that names one (the customize hook asked for nothing otherwise), the pods only if asked."""
-    jobs = object_group(request, "children", JOBS, required=True)
-    access = _read_access(request, model)
-    records = object_group(request, "children", CONFIG_MAPS, required=True)
+    """The URI is judged first, but a refusal only noted: the children are read whatever it
+    says, since a child the hook cannot read makes a 400 (a 200 would delete it). The PVCs
+    are read only for a URI that names one (the customize hook asked for nothing
+    otherwise), the pods only if asked. The ServiceAccounts and RBAC objects are kept as
+    (kind, namespace, name), as the hook names them, so a Job can wait for its own."""
+    metadata_present = holds_metadata(model.spec)
     try:
         location, refusal = parse_pvc_uri(model.storage_uri, model.namespace), None
     except StorageURIError as error:
         location, refusal = None, error
+    access_types = (SERVICE_ACCOUNTS, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS)
+    jobs = object_group(request, "children", JOBS, required=True)
+    access = [(type_key, object_group(request, "children", type_key, required=True)) for type_key in access_types]
+    records = object_group(request, "children", CONFIG_MAPS, required=True)
+    pvcs = object_group(request, "related", PVCS, required=True) if location else []
+    pods = object_group(request, "related", PODS, required=False) if location else []
     return Observation(
         model=model,
         finalizing=finalizing,
         location=location,
         uri_refusal=refusal,
         jobs=jobs,
-        access=access,
+        access=frozenset(
+            (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
+            for type_key, group in access
+            for item in group
+        ),
         records=records,
-        pvcs=object_group(request, "related", PVCS, required=True) if location else [],
-        pods=object_group(request, "related", PODS, required=False) if location else [],
+        pvcs=pvcs,
+        pods=pods,
         remaining=finalizing and has_children(request),
-        metadata_present=holds_metadata(model.spec),
+        metadata_present=metadata_present,
     )
 
 
@@ -77,14 +87,3 @@ def holds_metadata(spec: dict[str, Any]) -> bool:
     """The contract's test of metadata being present: without these three the model cannot
     be scheduled sensibly, and with them no Job is needed."""
     return all(isinstance(spec.get(key), str) and spec[key] for key in METADATA_FIELDS)
-
-
-def _read_access(request: dict[str, Any], model: Model) -> Access:
-    """The observed ServiceAccounts and RBAC objects by (kind, namespace, name), as the
-    hook names them, so a Job can wait for its own."""
-    access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
-    return frozenset(
-        (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
-        for type_key in (SERVICE_ACCOUNTS, *access_types)
-        for item in object_group(request, "children", type_key, required=True)
-    )

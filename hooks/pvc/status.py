@@ -1,16 +1,47 @@
-"""``MetadataReady``: the reason it gives, each beside the rule that gives it.
+"""Compose a ``pvc://`` model's status: its conditions (``StorageReady`` as the storage was
+judged, ``MetadataReady`` by the rules below, ``Ready`` repeating the first that is not
+True), the state that reason means, what the URI resolved to and the record of the
+attempts.
 
-The condition is read from the extraction plan (``extraction.py``): the record of the
-latest attempt, what its Job said, and whether the Job's access objects exist yet.
+``MetadataReady`` is read from the extraction plan (``extraction.py``): the record of the
+latest attempt, what its Job said, and whether the Job's access objects exist yet. Each of
+its reasons is given by the rule beside it.
 """
 
 from __future__ import annotations
 
-from hooks.conditions import FALSE, TRUE, Condition, format_time
+from datetime import datetime
+from typing import Any
+
+from hooks.conditions import FALSE, TRUE, Condition, format_time, stamp
 from hooks.pvc.extraction import Plan
 from hooks.pvc.job_outcome import POD_WAITING, Result
 from hooks.pvc.observation import METADATA_FIELDS, Observation
+from hooks.pvc.storage import StorageVerdict
 from hooks.reasons import ConditionType, Reason
+
+
+def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
+    """The conditions (``Ready`` repeating the first blocker), the state its reason means,
+    then what the URI resolved to and the extraction's record."""
+    model = seen.model
+    metadata = metadata_ready(seen, plan, storage.ready)
+    ready = _ready(storage.condition, metadata)
+    return {
+        "state": Reason(ready.reason).state,
+        **model.kept_status,
+        "conditions": stamp((storage.condition, metadata, ready), model.status.get("conditions"), now, model.generation),
+        **({"storage": storage.fields} if storage.fields is not None else {}),
+        **plan.status_fields(),
+    }
+
+
+def _ready(storage: Condition, metadata: Condition) -> Condition:
+    """Ready repeats the first blocker, so one condition tells a person what to fix."""
+    if storage.is_true and metadata.is_true:
+        return Condition(ConditionType.READY, TRUE, Reason.READY, f"{storage.message}; {metadata.message}")
+    first = storage if not storage.is_true else metadata
+    return Condition(ConditionType.READY, FALSE, first.reason, first.message)
 
 
 def metadata_ready(seen: Observation, plan: Plan, storage_ready: bool) -> Condition:
