@@ -72,13 +72,12 @@ def test_every_label_value_fits_63_characters(namespace: str | None) -> None:
     assert label_value(LONG_NAME) != label_value(LONG_NAME[:-1] + "3")
 
 
-def test_basemodel_job_runs_the_agent_against_the_read_only_pvc() -> None:
-    settings = JobSettings()
-    job = build_job(model(), Attempt(LOCATION, URI, 1), settings)
+def test_basemodel_job_runs_the_agent_against_the_read_only_pvc_with_the_documented_defaults() -> None:
+    job = build_job(model(), Attempt(LOCATION, URI, 1), JobSettings())
     pod = job["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert job["metadata"]["namespace"] == "models"
-    assert container["image"] == settings.agent_image
+    assert container["image"] == "ghcr.io/moirai-internal/ome-agent:v0.1.5"
     assert container["args"] == [
         "model-metadata", "--config", "/ome-agent.yaml", "--model-path", "/mnt/models",
         "--basemodel-name", "llama-3.1-8b", "--basemodel-namespace", "models",
@@ -88,12 +87,10 @@ def test_basemodel_job_runs_the_agent_against_the_read_only_pvc() -> None:
     assert mount == {"name": "model", "mountPath": "/mnt/models", "subPath": "llama/8b", "readOnly": True}
     [volume] = [v for v in pod["volumes"] if v["name"] == "model"]
     assert volume["persistentVolumeClaim"] == {"claimName": "store", "readOnly": True}
-    assert job["spec"]["activeDeadlineSeconds"] == 300
-    assert job["spec"]["ttlSecondsAfterFinished"] > 0
-    assert 1 <= job["spec"]["backoffLimit"] <= 6
+    assert (job["spec"]["activeDeadlineSeconds"], job["spec"]["ttlSecondsAfterFinished"], job["spec"]["backoffLimit"]) == (300, 3600, 2)
     assert pod["restartPolicy"] == "Never"
     assert pod["serviceAccountName"] == service_account(model())["metadata"]["name"]
-    assert set(container["resources"]["requests"]) == set(container["resources"]["limits"]) == {"cpu", "memory"}
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
 
 
 def test_clusterbasemodel_job_runs_in_the_pvc_namespace_cluster_scoped() -> None:
