@@ -1,7 +1,7 @@
 """The README and docs/ agree with the code they describe, and a reader can follow them.
 
-Tables are held to their one source (the settings, the CLI's exit statuses, the lifecycle
-budgets, the modules, the kustomization); every link and anchor resolves; every command
+Tables are held to their one source (the settings, the CLI's exit statuses, the catalogue
+of reasons, the modules, the kustomization; the lifecycle costs in tests/test_lifecycle.py); every link and anchor resolves; every command
 block is either run by a test or plainly a command for a cluster or a repository.
 """
 
@@ -18,10 +18,8 @@ from hooks.cli import EXIT_STATUSES
 from hooks.reasons import ConditionType, Reason
 from tests import docs
 from tests.configuration_doc import tables
-from tests.lifecycle import COLUMNS
 from tests.status_doc import table as status_table
 from tests.test_cli import CURL_EXAMPLE, REPLAY_EXAMPLE
-from tests.test_lifecycle import BUDGETS
 
 REPO = docs.REPO
 README = docs.README.read_text(encoding="utf-8")
@@ -85,15 +83,6 @@ def test_exit_statuses_are_documented_as_the_cli_gives_them() -> None:
     rows = set(re.findall(r"^\| (\d) \| [^|]+ \| (.+) \|$", (REPO / "docs" / "configuration.md").read_text(encoding="utf-8"), re.M))
     expected = {(str(status), re.sub(r"\b(serve|replay)\b", r"`\1`", meaning)) for status, _, meaning in EXIT_STATUSES}
     assert rows == expected
-
-
-def test_cost_table_is_the_lifecycle_budgets() -> None:
-    header = "| scenario | " + " | ".join(COLUMNS) + " |"
-    rows = docs.table_after(header)
-    page = docs.text()
-    assert rows == list(BUDGETS)
-    for name, budget in BUDGETS.items():
-        assert f"| {name} | " + " | ".join(map(str, budget)) + " |" in page
 
 
 def slug(heading: str) -> str:
