@@ -143,3 +143,12 @@ class Reason(StrEnum):
         "without conditions, until OME writes its own",
         "nothing: the model is OME's ([a model that is not the hook's](#a-model-that-is-not-the-hooks))",
     )
+
+
+_STATES = {reason.value: reason.state for reason in Reason}
+
+
+def state_of(reason: str) -> State:
+    """The state a reason means, for a reason as a condition carries it (a member or its
+    value). A reason outside the catalogue is a bug: it fails the call with a 500."""
+    return _STATES[reason]

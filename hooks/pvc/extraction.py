@@ -91,7 +91,7 @@ def fold_jobs(seen: Observation, location: PVCLocation, settings: Settings, now:
     """The newest observed Job of an attempt the record knows, or of a later one, says how
     that attempt stands; a running attempt whose Job is gone failed."""
     remembered = read_record(seen, location.namespace)
-    jobs = model_jobs(seen.model, seen.jobs, location.namespace, {*range(1, settings.retry.max_attempts + 1), remembered.attempts})
+    jobs = model_jobs(seen.model, seen.jobs, location.namespace, settings.retry.max_attempts, remembered.attempts)
     latest = max(jobs, default=0)
     newest = Newest(latest, jobs[latest], read_outcome(jobs[latest], seen.pods)) if latest and latest >= remembered.attempts else None
     if newest is not None:

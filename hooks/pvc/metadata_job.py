@@ -88,19 +88,21 @@ def job_names(model: Model, storage_uri: str, attempts: Iterable[int]) -> dict[s
     return {_job_name(identity, storage_uri, attempt): attempt for attempt in attempts}
 
 
-def model_jobs(model: Model, jobs: list[dict[str, Any]], namespace: str, attempts: Iterable[int]) -> dict[int, dict[str, Any]]:
+def model_jobs(
+    model: Model, jobs: list[dict[str, Any]], namespace: str, max_attempts: int, remembered: int
+) -> dict[int, dict[str, Any]]:
     """The observed Jobs built for the model's current URI, by attempt.
 
     A Job is recognised by its name alone: the one this hook derives for the URI and an
     attempt, so nothing foreign is adopted and nothing of ours is missed. The attempts
-    tried are ``attempts`` (every one the settings allow and the one the record remembers)
-    and the one a Job's attempt label names (a hint, checked against the name), so a Job
-    survives a lost record, a lowered maximum and a tampered label alike. A Job of ours
-    outside ``namespace``, where the model's Jobs run, is refused rather than guessed at."""
+    tried are every one the settings allow, the one the record remembers and the one a
+    Job's attempt label names (a hint, checked against the name), so a Job survives a lost
+    record, a lowered maximum and a tampered label alike. A Job of ours outside
+    ``namespace``, where the model's Jobs run, is refused rather than guessed at."""
     if not jobs:
         return {}
     hinted = {_attempt_hint(job) for job in jobs} - {None}
-    derived = job_names(model, model.storage_uri, {*attempts, *hinted} - {0})
+    derived = job_names(model, model.storage_uri, {*range(1, max_attempts + 1), remembered, *hinted} - {0})
     found = {}
     for job in jobs:
         attempt = derived.get(job["metadata"]["name"])
