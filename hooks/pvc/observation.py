@@ -58,9 +58,9 @@ def observe(request: dict[str, Any], model: Model, finalizing: bool) -> Observat
         location, refusal = parse_pvc_uri(model.storage_uri, model.namespace), None
     except StorageURIError as error:
         location, refusal = None, error
-    access_types = (SERVICE_ACCOUNTS, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS)
+    grants = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
     jobs = object_group(request, "children", JOBS, required=True)
-    access = [(type_key, object_group(request, "children", type_key, required=True)) for type_key in access_types]
+    access = [(type_key, object_group(request, "children", type_key, required=True)) for type_key in (SERVICE_ACCOUNTS, *grants)]
     records = object_group(request, "children", CONFIG_MAPS, required=True)
     pvcs = object_group(request, "related", PVCS, required=True) if location else []
     pods = object_group(request, "related", PODS, required=False) if location else []
