@@ -39,9 +39,9 @@ def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: 
 def _ready(storage: Condition, metadata: Condition) -> Condition:
     """Ready repeats the first blocker, so one condition tells a person what to fix."""
     if storage.is_true and metadata.is_true:
-        return Condition(ConditionType.READY, TRUE, Reason.READY, f"{storage.message}; {metadata.message}")
+        return Condition(type=ConditionType.READY, status=TRUE, reason=Reason.READY, message=f"{storage.message}; {metadata.message}")
     first = storage if not storage.is_true else metadata
-    return Condition(ConditionType.READY, FALSE, first.reason, first.message)
+    return Condition(type=ConditionType.READY, status=FALSE, reason=first.reason, message=first.message)
 
 
 def metadata_ready(seen: Observation, plan: Plan, storage_ready: bool) -> Condition:
@@ -54,10 +54,10 @@ def metadata_ready(seen: Observation, plan: Plan, storage_ready: bool) -> Condit
     if record.result is Result.SUCCEEDED:
         missing = [key for key in METADATA_FIELDS if not spec.get(key)]
         note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
-        return Condition(ConditionType.METADATA_READY, TRUE, Reason.METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}")
+        return _true(Reason.METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}")
     if seen.metadata_present:
         shown = ", ".join(f"{key}={spec[key]}" for key in METADATA_FIELDS)
-        return Condition(ConditionType.METADATA_READY, TRUE, Reason.METADATA_PRESENT, f"spec already holds the metadata ({shown})")
+        return _true(Reason.METADATA_PRESENT, f"spec already holds the metadata ({shown})")
     job = f"Job {where} ({_attempt_of(plan)})"
     if record.result is Result.RUNNING:
         return _running(plan, job, seen.finalizing)
@@ -130,5 +130,9 @@ def _next_attempt(plan: Plan, storage_ready: bool) -> str:
     )
 
 
+def _true(reason: Reason, message: str) -> Condition:
+    return Condition(type=ConditionType.METADATA_READY, status=TRUE, reason=reason, message=message)
+
+
 def _false(reason: str, message: str) -> Condition:
-    return Condition(ConditionType.METADATA_READY, FALSE, reason, message)
+    return Condition(type=ConditionType.METADATA_READY, status=FALSE, reason=reason, message=message)

@@ -34,7 +34,8 @@ def judge_storage(seen: Observation) -> StorageVerdict:
     """A refused URI fails the model; otherwise the PVC decides."""
     if seen.location is None:
         assert seen.uri_refusal is not None
-        return StorageVerdict(Condition(ConditionType.STORAGE_READY, FALSE, seen.uri_refusal.reason, seen.uri_refusal.message))
+        refusal = seen.uri_refusal
+        return StorageVerdict(Condition(type=ConditionType.STORAGE_READY, status=FALSE, reason=refusal.reason, message=refusal.message))
     return judge_pvc(seen.location, seen.pvcs)
 
 
@@ -59,11 +60,11 @@ def judge_pvc(location: PVCLocation, pvcs: list[dict[str, Any]]) -> StorageVerdi
             f"PVC {location.pvc_name} not found in namespace {location.namespace}; create it, "
             "or point spec.storage.storageUri at an existing PVC"
         )
-        return StorageVerdict(Condition(ConditionType.STORAGE_READY, FALSE, Reason.PVC_NOT_FOUND, message), fields)
+        return StorageVerdict(Condition(type=ConditionType.STORAGE_READY, status=FALSE, reason=Reason.PVC_NOT_FOUND, message=message), fields)
     fields.update(_facts(pvc))
     reason, message = _pvc_says(f"{location.namespace}/{location.pvc_name}", pvc, fields)
     status = TRUE if reason is Reason.PVC_BOUND else FALSE
-    return StorageVerdict(Condition(ConditionType.STORAGE_READY, status, reason, message), fields)
+    return StorageVerdict(Condition(type=ConditionType.STORAGE_READY, status=status, reason=reason, message=message), fields)
 
 
 def _pvc_says(where: str, pvc: dict[str, Any], fields: dict[str, Any]) -> tuple[Reason, str]:
