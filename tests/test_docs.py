@@ -32,6 +32,18 @@ def test_readme_is_read_in_five_minutes() -> None:
     assert len(README.splitlines()) <= 200
 
 
+def test_readme_opens_with_a_title_one_sentence_of_what_this_is_then_the_two_commands() -> None:
+    title, what, *_ = README.split("\n\n")
+    assert title == "# ome-basemodel-hook"
+    assert what.endswith(".") and not re.search(r"[.!?]\s", what), f"one sentence: {what!r}"
+    opening = README.split("\n---\n")[0]
+    assert "\n## " not in opening
+    assert re.findall(r"```sh\n(.*?)\n```", opening, re.S) == [
+        "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/basemodel-hook serve",
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest",
+    ]
+
+
 def test_readme_answers_need_try_and_install_in_its_first_screen() -> None:
     first_screen = "\n".join(README.splitlines()[:50])
     assert "basemodel-hook serve" in first_screen and "pytest" in first_screen
