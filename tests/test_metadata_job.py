@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from hooks.request import Model
 from hooks.pvc.metadata_job import (
     Attempt,
     build_access,
@@ -18,6 +17,7 @@ from hooks.pvc.metadata_job import (
     record_name,
 )
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.request import Model
 from hooks.settings import JobSettings
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors
 
