@@ -145,10 +145,6 @@ class Reason(StrEnum):
     )
 
 
-_STATES = {reason.value: reason.state for reason in Reason}
-
-
-def state_of(reason: str) -> State:
-    """The state a reason means, for a reason as a condition carries it (a member or its
-    value). A reason outside the catalogue is a bug: it fails the call with a 500."""
-    return _STATES[reason]
+# The state each reason means, by the reason as a condition carries it (a member or its
+# value); a reason outside the catalogue is a bug, and fails the call with a 500.
+STATE_OF: dict[str, State] = {reason.value: reason.state for reason in Reason}

@@ -18,7 +18,7 @@ from hooks.pvc.extraction import Plan
 from hooks.pvc.job_outcome import POD_WAITING, Result
 from hooks.pvc.observation import METADATA_FIELDS, Observation
 from hooks.pvc.storage import StorageVerdict
-from hooks.reasons import ConditionType, Reason, state_of
+from hooks.reasons import STATE_OF, ConditionType, Reason
 
 
 def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: 
     metadata = metadata_ready(seen, plan, storage.ready)
     ready = _ready(storage.condition, metadata)
     return {
-        "state": state_of(ready.reason),
+        "state": STATE_OF[ready.reason],
         **model.kept_status,
         "conditions": stamp((storage.condition, metadata, ready), model.status.get("conditions"), now, model.generation),
         **({"storage": storage.fields} if storage.fields is not None else {}),
