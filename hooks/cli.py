@@ -289,9 +289,11 @@ def _child_exit(server: Any, worker: Any) -> None:
 
 
 def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -> int:
-    """Answer a saved request through the real app (auth aside) to see what a sync decided."""
+    """Answer a saved request through the real app to see what a sync decided, without
+    credentials: inside the hook's own pod the environment requires them of every caller."""
     from hooks.conditions import parse_time
     from hooks.http.app import HOOKS, create_app
+    from hooks.http.auth import without_credentials
 
     try:
         body = json.loads(file.read_text(encoding="utf-8"))
@@ -303,7 +305,7 @@ def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -
     moment = parse_time(now) if now else datetime.now(timezone.utc)
     if moment is None:
         raise ConfigError(f"--now {now!r} is not an RFC 3339 time with an offset, such as 2026-11-30T12:00:00Z")
-    app = create_app(settings, clock=lambda: moment)
+    app = create_app(replace(settings, server=without_credentials(settings.server)), clock=lambda: moment)
     answer = app.test_client().post(f"/{hook}", json=body)
     try:
         print(json.dumps(answer.get_json(), indent=2), flush=True)

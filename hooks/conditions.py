@@ -10,31 +10,23 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 TRUE = "True"
 FALSE = "False"
-READY_CONDITION = "Ready"
 
 MESSAGE_LIMIT = 32768  # the CRD's maxLength: a longer message fails the whole status
 REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(NamedTuple):
     """A condition before it is stamped with times and the generation it describes."""
 
     type: str
     status: str
     reason: str
     message: str
-
-    def __post_init__(self) -> None:
-        """Upstream OME's newest CRD rejects such a condition, and the whole status with it."""
-        if not REASON_PATTERN.match(self.reason) or not self.message:
-            raise ValueError(f"condition {self.type}: bad reason {self.reason!r} or empty message")
 
     @property
     def is_true(self) -> bool:
@@ -89,11 +81,16 @@ def stamp(
     now: datetime,
     generation: int | None,
 ) -> list[dict[str, Any]]:
-    """Render conditions, keeping each observed ``lastTransitionTime`` whose status is unchanged."""
+    """Render conditions, keeping each observed ``lastTransitionTime`` whose status is unchanged.
+
+    A reason upstream OME's newest CRD refuses, or an empty message, would fail the whole
+    status: such a condition is a bug, and it fails the call instead."""
     previous = _observed_by_type(observed)
     stamped_now = format_time(now)
     rendered = []
     for condition in conditions:
+        if not REASON_PATTERN.match(condition.reason) or not condition.message:
+            raise ValueError(f"condition {condition.type}: bad reason {condition.reason!r} or empty message")
         before = previous.get(condition.type, {})
         kept = normalized_time(before.get("lastTransitionTime")) if before.get("status") == condition.status else None
         item: dict[str, Any] = {

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.observed import read_model, read_request
 from hooks.pvc.metadata_job import model_labels
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+from hooks.request import read_model, read_request
 from hooks.settings import Settings
 
 

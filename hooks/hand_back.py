@@ -14,18 +14,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.observed import Model, has_children, kept_status
+from hooks.reasons import Reason
+from hooks.request import Model, has_children
 from hooks.settings import Settings
-from hooks.states import State
 
-HANDED_BACK = "HandedBack"
+# OME's own status for a model no node reports, the one the catalogue gives a handed-back model.
+HANDED_BACK_STATE = Reason.HANDED_BACK.state
 
 
 def hand_back(request: dict[str, Any], model: Model, finalizing: bool, settings: Settings) -> dict[str, Any]:
     """No children and OME's starting status; while finalizing, ``finalized`` once no child
     is observed (Metacontroller then removes its finalizer and stops calling)."""
     remaining = has_children(request)
-    response: dict[str, Any] = {"status": {"state": State.IN_TRANSIT, **kept_status(model)}, "children": []}
+    response: dict[str, Any] = {"status": {"state": HANDED_BACK_STATE, **model.kept_status}, "children": []}
     if finalizing:
         response["finalized"] = not remaining
         if remaining:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hooks.observed import BadRequest, field, read_model
 from hooks.pvc.storage_uri import is_pvc_uri
+from hooks.request import BadRequest, field, read_model
 from hooks.settings import SyncSettings
 
 STORAGE_LABEL = "ome-basemodel-hook.ome.io/storage"

@@ -11,17 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from hooks.conditions import FALSE, READY_CONDITION, TRUE, Condition, stamp
-from hooks.hand_back import HANDED_BACK, hand_back
-from hooks.observed import PVCObservation, kept_status, observe_pvc_model, read_model, read_request
+from hooks.hand_back import hand_back
 from hooks.pvc.extraction import Plan, plan_extraction
-from hooks.pvc.metadata_ready import metadata_ready
-from hooks.pvc.storage import StorageVerdict, judge_storage
+from hooks.pvc.observation import Observation, observe
+from hooks.pvc.status import compose_status
+from hooks.pvc.storage import judge_storage
 from hooks.pvc.storage_uri import is_pvc_uri
+from hooks.reasons import ConditionType, Reason
+from hooks.request import read_model, read_request
 from hooks.settings import Settings
-from hooks.states import State
-
-READY = "Ready"
 
 
 class Decision(NamedTuple):
@@ -40,7 +38,7 @@ class Decision(NamedTuple):
         """The Ready condition's reason, the first thing a person looks at; a handed-back
         model's status has no conditions."""
         conditions = self.response["status"].get("conditions", [])
-        return next((str(item["reason"]) for item in conditions if item["type"] == READY_CONDITION), HANDED_BACK)
+        return next((str(item["reason"]) for item in conditions if item["type"] == ConditionType.READY), Reason.HANDED_BACK)
 
     @property
     def job(self) -> str:
@@ -58,29 +56,14 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
     finalizing = finalize or request.get("finalizing") is True
     if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
         return Decision(hand_back(request, model, finalizing, settings), "hand-back")
-    seen = observe_pvc_model(request, model, finalizing)
+    seen = observe(request, model, finalizing)
     storage = judge_storage(seen)
     plan = plan_extraction(seen, storage.ready, settings, now)
     status = compose_status(seen, storage, plan, now)
     return Decision(_answer(seen, status, plan, settings), "pvc")
 
 
-def compose_status(seen: PVCObservation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
-    """The state the first blocker implies, then the conditions (``Ready`` repeating that
-    blocker), then what the URI resolved to and the extraction's record."""
-    model, storage_ready = seen.model, storage.ready
-    metadata = metadata_ready(seen, plan, storage_ready)
-    conditions = (storage.condition, metadata.condition, _ready(storage.condition, metadata.condition))
-    return {
-        "state": storage.state if not storage_ready else State.READY if metadata.condition.is_true else metadata.state,
-        **kept_status(model),
-        "conditions": stamp(conditions, model.status.get("conditions"), now, model.generation),
-        **({"storage": storage.fields} if storage.fields is not None else {}),
-        **plan.status_fields(),
-    }
-
-
-def _answer(seen: PVCObservation, status: dict[str, Any], plan: Plan, settings: Settings) -> dict[str, Any]:
+def _answer(seen: Observation, status: dict[str, Any], plan: Plan, settings: Settings) -> dict[str, Any]:
     """While finalizing no child is kept, and the answer says whether any is left."""
     response: dict[str, Any] = {"status": status, "children": [] if seen.finalizing else plan.children}
     resync_after = plan.resync_after
@@ -91,11 +74,3 @@ def _answer(seen: PVCObservation, status: dict[str, Any], plan: Plan, settings: 
     if resync_after is not None:
         response["resyncAfterSeconds"] = resync_after
     return response
-
-
-def _ready(storage: Condition, metadata: Condition) -> Condition:
-    """Ready repeats the first blocker, so one condition tells a person what to fix."""
-    if storage.is_true and metadata.is_true:
-        return Condition(READY_CONDITION, TRUE, READY, f"{storage.message}; {metadata.message}")
-    first = storage if not storage.is_true else metadata
-    return Condition(READY_CONDITION, FALSE, first.reason, first.message)

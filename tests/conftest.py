@@ -3,8 +3,11 @@ metacontroller/, its objects, and upstream's CRDs from the shared/ reference pac
 
 Each rendering runs once per session, however many modules read it; the tests read the
 objects and never change them. The fixtures reading upstream's CRDs skip, saying what
-they need, where shared/ is absent (see ``tests/manifests.py``). The exploration tier's
-count of perturbation points closes the report.
+they need, where shared/ is absent (see ``tests/manifests.py``).
+
+Two hooks: once the tests are collected, the image tier's build starts in the
+background, if any of its tests is to run; and the exploration tier's count of
+perturbation points closes the report.
 """
 
 from __future__ import annotations
@@ -96,6 +99,13 @@ def container(pod_spec: Obj) -> Obj:
 def metacontroller_role(rendered: list[Obj]) -> Obj:
     """The ClusterRole the install grants Metacontroller."""
     return one(rendered, "ClusterRole", METACONTROLLER_ROLE)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(item.get_closest_marker("image") for item in session.items):
+        from tests.test_image_runtime import start_building
+
+        start_building()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -24,6 +24,8 @@ from typing import Any
 
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, STORAGE_URI_ANNOTATION
+from hooks.reasons import Reason
+from hooks.states import State
 from tests.metacontroller.cluster import Obj, resource_of
 from tests.metacontroller.composite import CompositeController, sync_request
 from tests.metacontroller.identities import METACONTROLLER
@@ -34,8 +36,8 @@ MODEL_KINDS = ("BaseModel", "ClusterBaseModel")
 ACCESS_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
 METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
 FINISHED = ("Complete", "Failed", "FailureTarget")
-FAILURE_REASONS = ("InvalidStorageURI", "CrossNamespacePVC", "PVCNotFound", "PVCNotBound", "PVCTerminating",
-                   "JobFailed", "JobDeadlineExceeded")
+FAILURE_REASONS = {str(reason) for reason in Reason if reason.condition is not None and reason.state is State.FAILED}
+"""The reasons that say why a model failed, as the hook's catalogue gives them."""
 LABEL_SECONDS = 600.0
 """How long a model's label may disagree with its URI: the issue's bound, ten minutes."""
 METACONTROLLER_FINALIZER_PREFIX = "metacontroller.io/"

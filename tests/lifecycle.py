@@ -11,6 +11,9 @@ budgets (``BUDGETS``, which ``tests/test_lifecycle.py`` holds every run to).
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import io
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -418,8 +421,14 @@ def table(outcomes: dict[tuple[str, str], Outcome]) -> list[str]:
     return lines
 
 
-def main() -> int:
-    outcomes = {(name, kind): scenario(kind, None) for name, scenario in SCENARIOS.items() for kind in KINDS}
+def main(argv: list[str] | None = None) -> int:
+    """Print the cost table; the hook's own log lines (one per call answered through its HTTP
+    shell) only when asked, since they would bury the table."""
+    parser = argparse.ArgumentParser(prog="python -m tests.lifecycle", description="What each lifecycle scenario costs.")
+    parser.add_argument("--log", action="store_true", help="also write the hook's JSON log lines to stderr")
+    quiet = contextlib.nullcontext() if parser.parse_args(argv).log else contextlib.redirect_stderr(io.StringIO())
+    with quiet:
+        outcomes = {(name, kind): scenario(kind, None) for name, scenario in SCENARIOS.items() for kind in KINDS}
     for line in table(outcomes):
         sys.stdout.write(line + "\n")
     return 0

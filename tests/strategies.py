@@ -16,7 +16,8 @@ from typing import Any, Callable
 
 from hypothesis import HealthCheck, settings as hypothesis_settings, strategies as st
 
-from hooks.observed import (
+from hooks.pvc.metadata_job import ATTEMPT_LABEL, Attempt, build_access, build_job, build_record, job_name, model_labels
+from hooks.pvc.observation import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
     CONFIG_MAPS,
@@ -26,10 +27,9 @@ from hooks.observed import (
     ROLE_BINDINGS,
     ROLES,
     SERVICE_ACCOUNTS,
-    Model,
 )
-from hooks.pvc.metadata_job import ATTEMPT_LABEL, Attempt, build_access, build_job, build_record, job_name, model_labels
 from hooks.pvc.storage_uri import PVCLocation, StorageURIError, is_pvc_uri, parse_pvc_uri
+from hooks.request import Model
 from hooks.settings import JobSettings, RetrySettings, Settings
 from tests import golden
 from tests.metacontroller.cluster import Clock, Cluster

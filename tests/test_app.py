@@ -6,6 +6,7 @@ import base64
 import io
 import json
 from datetime import datetime, timezone
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import pytest
@@ -234,14 +235,17 @@ def request_log(capsys: pytest.CaptureFixture[str], send: Callable[[], object]) 
     return capsys.readouterr().err.splitlines()
 
 
-def test_one_json_log_line_per_request_without_secrets(capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_json_log_line_per_request_without_secrets(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its duration is the time the call took, in milliseconds to the microsecond."""
+    ticks = iter([100.0, 100.0123456])
+    monkeypatch.setattr(app_module, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
     client = make_client(auth_token="s3cr3t-token")
     [message] = request_log(capsys, lambda: client.post("/sync", json=sync_body(), headers={"Authorization": "Bearer s3cr3t-token"}))
     line = json.loads(message)
     assert line["hook"] == "sync" and line["status"] == 200
     assert line["parent"] == {"kind": "BaseModel", "namespace": "models", "name": "llama", "generation": 1}
     assert line["decision"] == {"flow": "pvc", "state": "Failed", "reason": "PVCNotFound"}
-    assert line["durationMs"] >= 0
+    assert line["durationMs"] == 12.346
     assert "error" not in line
     assert "s3cr3t" not in message
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hooks import __version__
-from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK
+from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK, main
 from hooks.settings import default_workers
 from tests import docs, golden
 from tests.live_server import free_port, running
@@ -221,37 +221,42 @@ def test_serve_help_shows_each_default_and_the_variable_that_changes_it() -> Non
     assert f" {EXIT_REPLAY_NOT_OK} the answer was" not in text, "replay's statuses stay on replay's page"
 
 
-def test_replay_of_a_request_the_hook_refuses_prints_the_answer_and_exits_1(tmp_path: Path) -> None:
+def test_replay_of_a_request_the_hook_refuses_prints_the_answer_and_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     request_file = tmp_path / "empty.request.json"
     request_file.write_text("{}", encoding="utf-8")
-    result = subprocess.run(
-        [str(SCRIPT), "replay", str(request_file), "--hook", "sync", "--now", "2026-11-30T12:00:00Z"],
-        capture_output=True, text=True, timeout=20,
-    )
-    assert result.returncode == EXIT_REPLAY_NOT_OK
-    assert set(json.loads(result.stdout)) == {"error"}
+    assert main(["replay", str(request_file), "--hook", "sync", "--now", "2026-11-30T12:00:00Z"]) == EXIT_REPLAY_NOT_OK
+    assert set(json.loads(capsys.readouterr().out)) == {"error"}
 
 
 @pytest.mark.parametrize("hook", golden.HOOKS)
-def test_replay_prints_the_golden_answer_of_the_hook_its_folder_names(hook: str) -> None:
-    """Without ``--hook``, a saved request goes to the hook of its folder."""
+def test_replay_prints_the_golden_answer_of_the_hook_its_folder_names(hook: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without ``--hook``, a saved request goes to the hook of its folder. (The console
+    script itself runs in the tests of the documented examples.)"""
     request_file = sorted((golden.FIXTURES / hook).glob("*.request.json"))[0]
-    result = subprocess.run(
-        [str(SCRIPT), "replay", str(request_file), "--now", "2026-11-30T12:00:00Z"],
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == golden.load(golden.response_file(request_file))
+    assert main(["replay", str(request_file), "--now", "2026-11-30T12:00:00Z"]) == 0
+    assert json.loads(capsys.readouterr().out) == golden.load(golden.response_file(request_file))
 
 
-def test_replay_refuses_a_hook_the_server_does_not_serve() -> None:
+@pytest.mark.parametrize(
+    "credentials",
+    [{"HOOK_AUTH_TOKEN": "s3cr3t-token"}, {"HOOK_BASIC_AUTH_USERNAME": "metacontroller", "HOOK_BASIC_AUTH_PASSWORD": "s3cr3t"}],
+    ids=["bearer", "basic"],
+)
+def test_replay_answers_without_credentials_where_the_environment_requires_them(
+    credentials: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Inside the hook's own pod, where the docs send an operator to replay a request."""
+    for variable, value in credentials.items():
+        monkeypatch.setenv(variable, value)
     request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
-    result = subprocess.run([str(SCRIPT), "replay", str(request_file), "--hook", "nodes/sync"],
-                            capture_output=True, text=True, timeout=20)
-    assert result.returncode == 2
-    assert result.stderr.splitlines() == ["basemodel-hook: --hook 'nodes/sync' is not one of sync, customize, finalize, label"]
+    assert main(["replay", str(request_file), "--now", "2026-11-30T12:00:00Z"]) == 0
+    assert json.loads(capsys.readouterr().out) == golden.load(golden.response_file(request_file))
+
+
+def test_replay_refuses_a_hook_the_server_does_not_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
+    assert main(["replay", str(request_file), "--hook", "nodes/sync"]) == EXIT_BAD_CONFIGURATION
+    assert capsys.readouterr().err.splitlines() == ["basemodel-hook: --hook 'nodes/sync' is not one of sync, customize, finalize, label"]
 
 
 def test_replay_into_a_pipe_closed_early_ends_quietly() -> None:
@@ -312,11 +317,10 @@ def test_metrics_merge_every_gunicorn_worker(server: str) -> None:
 
 
 @pytest.mark.parametrize("now", ["2026-11-30T12:00:00", "yesterday"])
-def test_replay_refuses_a_clock_without_an_offset(now: str) -> None:
+def test_replay_refuses_a_clock_without_an_offset(now: str, capsys: pytest.CaptureFixture[str]) -> None:
     request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
-    result = subprocess.run([str(SCRIPT), "replay", str(request_file), "--now", now], capture_output=True, text=True, timeout=20)
-    assert result.returncode == 2
-    assert "RFC 3339" in result.stderr and "Traceback" not in result.stderr
+    assert main(["replay", str(request_file), "--now", now]) == EXIT_BAD_CONFIGURATION
+    assert "RFC 3339" in capsys.readouterr().err
 
 
 def test_concurrent_requests_all_get_the_same_answer(server: str) -> None:

@@ -1,12 +1,13 @@
 """The README and docs/ agree with the code they describe, and a reader can follow them.
 
-Tables are held to their one source (the settings, the CLI's exit statuses, the lifecycle
-budgets, the modules, the kustomization); every link and anchor resolves; every command
+Tables are held to their one source (the settings, the CLI's exit statuses, the catalogue
+of reasons, the modules, the kustomization; the lifecycle costs in tests/test_lifecycle.py); every link and anchor resolves; every command
 block is either run by a test or plainly a command for a cluster or a repository.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import unicodedata
 from pathlib import Path
@@ -14,11 +15,11 @@ from pathlib import Path
 import yaml
 
 from hooks.cli import EXIT_STATUSES
+from hooks.reasons import ConditionType, Reason
 from tests import docs
 from tests.configuration_doc import tables
-from tests.lifecycle import COLUMNS
+from tests.status_doc import table as status_table
 from tests.test_cli import CURL_EXAMPLE, REPLAY_EXAMPLE
-from tests.test_lifecycle import BUDGETS
 
 REPO = docs.REPO
 README = docs.README.read_text(encoding="utf-8")
@@ -29,6 +30,18 @@ LINK = re.compile(r"(?<!!)\[[^\]]+\]\(([^)\s]+)\)")
 
 def test_readme_is_read_in_five_minutes() -> None:
     assert len(README.splitlines()) <= 200
+
+
+def test_readme_opens_with_a_title_one_sentence_of_what_this_is_then_the_two_commands() -> None:
+    title, what, *_ = README.split("\n\n")
+    assert title == "# ome-basemodel-hook"
+    assert what.endswith(".") and not re.search(r"[.!?]\s", what), f"one sentence: {what!r}"
+    opening = README.split("\n---\n")[0]
+    assert "\n## " not in opening
+    assert re.findall(r"```sh\n(.*?)\n```", opening, re.S) == [
+        "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/basemodel-hook serve",
+        "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest",
+    ]
 
 
 def test_readme_answers_need_try_and_install_in_its_first_screen() -> None:
@@ -64,19 +77,24 @@ def test_configuration_tables_are_the_ones_printed_from_the_settings() -> None:
     assert documented == {re.search(r"`([A-Z_]+)`", row).group(1) for table in tables().values() for row in table.splitlines()[2:]}
 
 
+def test_status_table_is_the_one_printed_from_the_catalogue_of_reasons() -> None:
+    page = (REPO / "docs" / "status.md").read_text(encoding="utf-8")
+    assert status_table() in page, "docs/status.md: the table of reasons differs from `python -m tests.status_doc`"
+
+
+def test_every_reason_the_docs_and_the_monitoring_name_is_in_the_catalogue() -> None:
+    """A reason renamed or split in the code leaves no stale name in a page, a runbook or a panel."""
+    monitoring = "\n".join(path.read_text(encoding="utf-8") for path in sorted((REPO / "metacontroller" / "monitoring").iterdir()))
+    text = "\n".join([docs.text(), monitoring, (REPO / "CHANGELOG.md").read_text(encoding="utf-8")])
+    named = set(re.findall(r"\b(?:PVC|Job|Metadata|Storage)[A-Z][A-Za-z]+\b|\bInvalidStorageURI\b|\bCrossNamespacePVC\b|\bHandedBack\b", text))
+    classes = {node.name for path in (REPO / "hooks").rglob("*.py") for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(node, ast.ClassDef)}
+    assert named - set(Reason) - set(ConditionType) - classes == set()
+
+
 def test_exit_statuses_are_documented_as_the_cli_gives_them() -> None:
     rows = set(re.findall(r"^\| (\d) \| [^|]+ \| (.+) \|$", (REPO / "docs" / "configuration.md").read_text(encoding="utf-8"), re.M))
     expected = {(str(status), re.sub(r"\b(serve|replay)\b", r"`\1`", meaning)) for status, _, meaning in EXIT_STATUSES}
     assert rows == expected
-
-
-def test_cost_table_is_the_lifecycle_budgets() -> None:
-    header = "| scenario | " + " | ".join(COLUMNS) + " |"
-    rows = docs.table_after(header)
-    page = docs.text()
-    assert rows == list(BUDGETS)
-    for name, budget in BUDGETS.items():
-        assert f"| {name} | " + " | ".join(map(str, budget)) + " |" in page
 
 
 def slug(heading: str) -> str:
@@ -151,7 +169,9 @@ def test_ci_runs_the_readmes_test_command_and_every_tier_the_readme_names() -> N
     steps = [step for line in ci_commands() for step in line.split(" && ")]
     wanted = test_command.split(" && ")
     assert [step for step in steps if step in wanted] == wanted
-    assert tiers and all(command in ci_commands() for command in tiers)
+    assert ".venv/bin/python -m tests.years_ahead" in tiers and all(command in steps for command in tiers)
+    assert all(steps.index(command) > steps.index(wanted[-1]) for command in tiers if command.endswith("pytest -m exploration")
+               or command.endswith("tests.years_ahead"))
 
 
 def test_nothing_tells_a_user_to_stop_or_scale_down_omes_manager() -> None:

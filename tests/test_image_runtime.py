@@ -8,7 +8,8 @@ stage's environment, from its WORKDIR, as its USER (when the tests run as root),
 answer /readyz, a golden /sync exactly as the golden file says, and /metrics.
 
 Building the virtualenv costs a few seconds (pip installs the runtime dependencies from
-the local wheels or the package index): ``-m "not image"`` leaves it out.
+the local wheels or the package index), which it spends while the rest of the suite runs:
+``-m "not image"`` leaves it out.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator
@@ -148,14 +150,39 @@ def base_interpreter(ids: tuple[int, int] | None) -> str:
     pytest.skip(f"no Python {sys.version_info.major}.{sys.version_info.minor} that uid {ids[0]} may run (tried {candidates})")
 
 
-@pytest.fixture(scope="module")
-def image() -> Iterator[Image]:
+def _build_image() -> Image:
     root = Path(tempfile.mkdtemp(prefix="basemodel-hook-image-"))
     root.chmod(0o755)
     try:
-        yield Image(root, base_interpreter(image_user()))
-    finally:
+        return Image(root, base_interpreter(image_user()))
+    except BaseException:
         shutil.rmtree(root, ignore_errors=True)
+        raise
+
+
+# The build is pip's work in subprocesses, so it runs in a thread of its own from the moment
+# the tests are collected (tests/conftest.py starts it), on a second core while the rest of
+# the suite runs; the first test that needs the image waits for it.
+_BUILDER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="image-build")
+_build: Future[Image] | None = None
+
+
+def start_building() -> None:
+    """Start building the image's virtualenv, once."""
+    global _build
+    if _build is None:
+        _build = _BUILDER.submit(_build_image)
+
+
+@pytest.fixture(scope="module")
+def image() -> Iterator[Image]:
+    start_building()
+    assert _build is not None
+    built = _build.result()
+    try:
+        yield built
+    finally:
+        shutil.rmtree(built.root, ignore_errors=True)
 
 
 def get(url: str, data: bytes | None = None) -> tuple[int, bytes]:

@@ -97,7 +97,7 @@ def test_job_and_pod_status_lists_of_another_type_read_as_empty(value: Any) -> N
     job = {"metadata": JOB["metadata"], "status": {"conditions": value}}
     pod = failed_pod(json_line("error", FINAL, error=CAUSE))
     pod["status"]["conditions"] = value
-    assert read_outcome(job) == JobOutcome(Result.RUNNING)
+    assert read_outcome(job, [pod]) == JobOutcome(Result.RUNNING)
     assert pod_waiting(job, [pod]) == ""
     pod["status"]["containerStatuses"] = value
     assert agent_said(job, [pod]) == ""
@@ -118,7 +118,7 @@ def test_job_and_pod_status_lists_of_another_type_read_as_empty(value: Any) -> N
 )
 def test_a_jobs_conditions_say_its_result_whether_suspended_and_whether_past_its_deadline(status: dict, facts: tuple) -> None:
     """A decided failure (FailureTarget) is a failure while its pods still terminate."""
-    outcome = read_outcome({"metadata": {"name": "j"}, "status": status})
+    outcome = read_outcome({"metadata": {"name": "j"}, "status": status}, [])
     assert (outcome.result, outcome.suspended, outcome.deadline_exceeded) == facts
 
 
@@ -132,6 +132,7 @@ def test_failure_time_is_the_first_failure_condition() -> None:
                     {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "lastTransitionTime": "2026-11-30T11:00:07Z"},
                 ]
             },
-        }
+        },
+        [],
     )
     assert outcome.failed_at == "2026-11-30T11:00:00Z"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL, keep_label
-from hooks.observed import BadRequest
+from hooks.request import BadRequest
 from hooks.settings import SyncSettings
 from tests import golden
 from tests.metacontroller import Simulator, core_hook, manifests

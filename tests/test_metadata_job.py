@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
-from hooks.observed import Model
 from hooks.pvc.metadata_job import (
     Attempt,
     build_access,
@@ -14,9 +14,10 @@ from hooks.pvc.metadata_job import (
     job_name,
     label_value,
     model_labels,
-    service_account_name,
+    record_name,
 )
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.request import Model
 from hooks.settings import JobSettings
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors
 
@@ -54,8 +55,14 @@ def test_job_name_changes_with_uri_attempt_and_kind() -> None:
     assert job_name(model(), URI, 1) == job_name(model(), URI, 1)
 
 
-def test_service_account_differs_for_basemodel_and_clusterbasemodel_of_the_same_name() -> None:
-    assert service_account_name(model()) != service_account_name(model(namespace=None))
+def service_account(built: Model, namespace: str = "models") -> dict[str, Any]:
+    [account] = [item for item in build_access(built, namespace) if item["kind"] == "ServiceAccount"]
+    return account
+
+
+def test_service_account_and_record_differ_for_basemodel_and_clusterbasemodel_of_the_same_name() -> None:
+    assert service_account(model())["metadata"]["name"] != service_account(model(namespace=None))["metadata"]["name"]
+    assert record_name(model()) != record_name(model(namespace=None))
 
 
 @pytest.mark.parametrize("namespace", ["models", None])
@@ -65,13 +72,12 @@ def test_every_label_value_fits_63_characters(namespace: str | None) -> None:
     assert label_value(LONG_NAME) != label_value(LONG_NAME[:-1] + "3")
 
 
-def test_basemodel_job_runs_the_agent_against_the_read_only_pvc() -> None:
-    settings = JobSettings()
-    job = build_job(model(), Attempt(LOCATION, URI, 1), settings)
+def test_basemodel_job_runs_the_agent_against_the_read_only_pvc_with_the_documented_defaults() -> None:
+    job = build_job(model(), Attempt(LOCATION, URI, 1), JobSettings())
     pod = job["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert job["metadata"]["namespace"] == "models"
-    assert container["image"] == settings.agent_image
+    assert container["image"] == "ghcr.io/moirai-internal/ome-agent:v0.1.5"
     assert container["args"] == [
         "model-metadata", "--config", "/ome-agent.yaml", "--model-path", "/mnt/models",
         "--basemodel-name", "llama-3.1-8b", "--basemodel-namespace", "models",
@@ -81,12 +87,10 @@ def test_basemodel_job_runs_the_agent_against_the_read_only_pvc() -> None:
     assert mount == {"name": "model", "mountPath": "/mnt/models", "subPath": "llama/8b", "readOnly": True}
     [volume] = [v for v in pod["volumes"] if v["name"] == "model"]
     assert volume["persistentVolumeClaim"] == {"claimName": "store", "readOnly": True}
-    assert job["spec"]["activeDeadlineSeconds"] == 300
-    assert job["spec"]["ttlSecondsAfterFinished"] > 0
-    assert 1 <= job["spec"]["backoffLimit"] <= 6
+    assert (job["spec"]["activeDeadlineSeconds"], job["spec"]["ttlSecondsAfterFinished"], job["spec"]["backoffLimit"]) == (300, 3600, 2)
     assert pod["restartPolicy"] == "Never"
-    assert pod["serviceAccountName"] == service_account_name(model())
-    assert set(container["resources"]["requests"]) == set(container["resources"]["limits"]) == {"cpu", "memory"}
+    assert pod["serviceAccountName"] == service_account(model())["metadata"]["name"]
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
 
 
 def test_clusterbasemodel_job_runs_in_the_pvc_namespace_cluster_scoped() -> None:

@@ -18,9 +18,11 @@ from typing import Any
 from hypothesis import event, given, settings as hypothesis_settings
 
 from hooks.customize import customize
-from hooks.observed import JOBS, BadRequest, Model, kept_status, read_model
 from hooks.pvc.metadata_job import job_name
+from hooks.pvc.observation import JOBS
 from hooks.pvc.storage_uri import StorageURIError, is_pvc_uri, parse_pvc_uri
+from hooks.reasons import ConditionType, Reason
+from hooks.request import BadRequest, Model, read_model
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
@@ -80,6 +82,8 @@ def check_answer(request: Any, settings: Settings, finalize: bool, response: dic
     if model.generation is not None:
         status["observedGeneration"] = model.generation
     assert status_errors(model.kind, status) == []
+    ready = next((item["reason"] for item in status.get("conditions", []) if item["type"] == ConditionType.READY), Reason.HANDED_BACK)
+    assert status["state"] == Reason(ready).state, "the state is the one its Ready reason means"
     for child in response["children"]:
         assert (child["apiVersion"], child["kind"]) in CHILD_TYPES[model.kind]
         assert _kubernetes_errors(json.dumps(child, sort_keys=True)) == (), child["metadata"]["name"]
@@ -91,7 +95,7 @@ def check_answer(request: Any, settings: Settings, finalize: bool, response: dic
     for job in jobs:
         check_job(job, model)
     if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
-        assert response["children"] == [] and response["status"] == {"state": "In_Transit", **kept_status(model)}
+        assert response["children"] == [] and response["status"] == {"state": "In_Transit", **model.kept_status}
     elif not finalizing:
         assert jobs_of_current_uri(request, model, settings) <= {job["metadata"]["name"] for job in jobs}
 

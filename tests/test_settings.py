@@ -7,21 +7,43 @@ from pathlib import Path
 
 import pytest
 
-from hooks.settings import GROUPS, ConfigError, Settings, documented
+from hooks.settings import GROUPS, ConfigError, JobSettings, RetrySettings, ServerSettings, Settings, documented
 
 
-def test_defaults_match_the_contract() -> None:
+def test_defaults_are_the_documented_values() -> None:
+    """docs/configuration.md prints its defaults from the settings; these are the values it
+    must print, each within the contract's bounds (a deadline of 300 s, a positive TTL, a
+    backoff limit of 1 to 6, a first delay of at least 10 s, at most an hour and 10 attempts,
+    a Job that never runs as root)."""
     settings = Settings.from_env({})
-    job, retry = settings.job, settings.retry
-    assert job.agent_image == "ghcr.io/moirai-internal/ome-agent:v0.1.5"
-    assert job.agent_config == "/ome-agent.yaml"
-    assert job.active_deadline_seconds == 300
-    assert job.ttl_seconds_after_finished > 0
-    assert 1 <= job.backoff_limit <= 6
-    assert retry.base_delay_seconds >= 10
-    assert retry.max_delay_seconds <= 3600
-    assert retry.max_attempts <= 10
-    assert job.run_as_user != 0 and job.run_as_group != 0
+    assert settings.job == JobSettings(
+        agent_image="ghcr.io/moirai-internal/ome-agent:v0.1.5",
+        agent_config="/ome-agent.yaml",
+        mount_path="/mnt/models",
+        run_as_user=1000,
+        run_as_group=1000,
+        active_deadline_seconds=300,
+        ttl_seconds_after_finished=3600,
+        backoff_limit=2,
+        cpu_request="100m",
+        cpu_limit="500m",
+        memory_request="256Mi",
+        memory_limit="512Mi",
+    )
+    assert settings.retry == RetrySettings(base_delay_seconds=10, max_delay_seconds=600, max_attempts=5)
+    assert (settings.sync.read_job_pods, settings.sync.finalize_resync_seconds) == (True, 30)
+    assert settings.server == ServerSettings(
+        bind="127.0.0.1:8080",
+        workers=None,
+        max_request_bytes=33554432,
+        auth_token="",
+        basic_auth_username="",
+        basic_auth_password="",
+        tls_cert_file="",
+        tls_key_file="",
+        tls_client_ca_file="",
+        metrics_directory="",
+    )
 
 
 def test_every_field_of_every_group_names_its_variable_once_with_a_parser_and_a_meaning() -> None:

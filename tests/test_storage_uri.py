@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hooks.pvc.storage_uri import (
-    CROSS_NAMESPACE_PVC,
-    INVALID_STORAGE_URI,
-    PVCLocation,
-    StorageURIError,
-    is_pvc_uri,
-    parse_pvc_uri,
-)
+from hooks.pvc.storage_uri import PVCLocation, StorageURIError, is_pvc_uri, parse_pvc_uri
+from hooks.reasons import Reason
 
 CLUSTER = None
 
@@ -66,7 +60,7 @@ def test_valid_uri_resolves_namespace_pvc_and_sub_path(uri: str, namespace: str 
 def test_invalid_uri_is_refused_with_what_was_wrong_and_the_right_form(uri: str, namespace: str | None, problem: str) -> None:
     with pytest.raises(StorageURIError) as refusal:
         parse_pvc_uri(uri, namespace)
-    assert refusal.value.reason == INVALID_STORAGE_URI
+    assert refusal.value.reason == Reason.INVALID_STORAGE_URI
     assert problem in refusal.value.message
     assert "expected pvc://" in refusal.value.message
 
@@ -74,7 +68,7 @@ def test_invalid_uri_is_refused_with_what_was_wrong_and_the_right_form(uri: str,
 def test_basemodel_pointing_at_another_namespace_is_refused_as_cross_namespace() -> None:
     with pytest.raises(StorageURIError) as refusal:
         parse_pvc_uri("pvc://team-b:store/llama", "models")
-    assert refusal.value.reason == CROSS_NAMESPACE_PVC
+    assert refusal.value.reason == Reason.CROSS_NAMESPACE_PVC
     assert "'team-b'" in refusal.value.message and "'models'" in refusal.value.message
     assert "ClusterBaseModel" in refusal.value.message
 
@@ -82,7 +76,7 @@ def test_basemodel_pointing_at_another_namespace_is_refused_as_cross_namespace()
 def test_syntax_is_judged_before_namespace_policy() -> None:
     with pytest.raises(StorageURIError) as refusal:
         parse_pvc_uri("pvc://team-b:store/../llama", "models")
-    assert refusal.value.reason == INVALID_STORAGE_URI
+    assert refusal.value.reason == Reason.INVALID_STORAGE_URI
 
 
 @pytest.mark.parametrize("uri", ["hf://meta-llama/Llama-3.1-8B", "oci://n/ns/b/bucket/o/llama", "s3://bucket/llama", "PVC://x/y", "", None, 7])

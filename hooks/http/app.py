@@ -32,7 +32,7 @@ from hooks.customize import customize
 from hooks.http.auth import auth_scheme, authorized
 from hooks.http.metrics import CONTENT_TYPE, Metrics
 from hooks.label_keeper import keep_label
-from hooks.observed import BadRequest, field
+from hooks.request import BadRequest, field
 from hooks.settings import Settings
 from hooks.sync import Decision, sync
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+from dataclasses import replace
 
 from hooks.settings import ServerSettings
 
@@ -20,6 +21,13 @@ def auth_scheme(settings: ServerSettings) -> str | None:
     if settings.basic_auth_username:
         return "Basic"
     return None
+
+
+def without_credentials(settings: ServerSettings) -> ServerSettings:
+    """The server settings with no authentication, for answering a request that never
+    crossed a network (``replay``): whoever can read the saved request and the settings
+    needs no credential to see the answer."""
+    return replace(settings, auth_token="", basic_auth_username="", basic_auth_password="")
 
 
 def authorized(header: str | None, settings: ServerSettings) -> bool:

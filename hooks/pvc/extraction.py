@@ -12,21 +12,13 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from hooks.conditions import format_time, parse_time
-from hooks.observed import BadRequest, Model, PVCObservation, field
-from hooks.pvc.job_outcome import JobOutcome, Result, agent_said, pod_waiting, read_outcome
-from hooks.pvc.metadata_job import (
-    ATTEMPT_LABEL,
-    Attempt,
-    build_access,
-    build_job,
-    build_record,
-    built_with,
-    job_name,
-    job_names,
-)
-from hooks.pvc.metadata_ready import JOB_FAILED, WAITING, failure_reason
-from hooks.pvc.record import ATTEMPT_NUMBER, Record, read_record
+from hooks.pvc.job_outcome import POD_WAITING, JobOutcome, Result, read_outcome
+from hooks.pvc.metadata_job import Attempt, build_access, build_job, build_record, built_with, job_name, model_jobs
+from hooks.pvc.observation import Observation
+from hooks.pvc.record import Record, read_record
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.reasons import Reason
+from hooks.request import Model
 from hooks.settings import Settings
 
 WAS_WAITING = "; before that its pod was waiting: "
@@ -41,7 +33,7 @@ class Newest(NamedTuple):
     outcome: JobOutcome
 
 
-class Observed(NamedTuple):
+class Folded(NamedTuple):
     """Step 1: where the Jobs run, the record with the newest observed Job folded in, the
     observed Jobs of the current URI by attempt, what the newest one says, and the model
     they are for."""
@@ -84,60 +76,60 @@ class Plan(NamedTuple):
         return {"metadataExtraction": self.record.render()} if self.record.attempts else {}
 
 
-def plan_extraction(seen: PVCObservation, storage_ready: bool, settings: Settings, now: datetime) -> Plan:
+def plan_extraction(seen: Observation, storage_ready: bool, settings: Settings, now: datetime) -> Plan:
     """A Job is wanted while the storage is ready, the metadata is missing and the model
     is not being deleted."""
     if seen.location is None:
-        return Plan(None, [], Record(seen.model.storage_uri), settings.retry.max_attempts)
-    observed = fold_observed(seen, seen.location, settings, now)
+        return Plan(location=None, children=[], record=Record(seen.model.storage_uri), max_attempts=settings.retry.max_attempts)
+    folded = fold_jobs(seen, seen.location, settings, now)
     wanted = storage_ready and not seen.finalizing and not seen.metadata_present
-    decided = decide_attempt(observed, wanted, settings, now)
-    return choose_children(seen, observed, decided, settings)
+    decided = decide_attempt(folded, wanted, settings, now)
+    return choose_children(seen, folded, decided, settings)
 
 
-def fold_observed(seen: PVCObservation, location: PVCLocation, settings: Settings, now: datetime) -> Observed:
+def fold_jobs(seen: Observation, location: PVCLocation, settings: Settings, now: datetime) -> Folded:
     """The newest observed Job of an attempt the record knows, or of a later one, says how
     that attempt stands; a running attempt whose Job is gone failed."""
     remembered = read_record(seen, location.namespace)
-    jobs = current_jobs(seen, location, remembered, settings)
+    jobs = model_jobs(seen.model, seen.jobs, location.namespace, settings.retry.max_attempts, remembered.attempts)
     latest = max(jobs, default=0)
-    newest = Newest(latest, jobs[latest], read_outcome(jobs[latest])) if latest and latest >= remembered.attempts else None
+    newest = Newest(latest, jobs[latest], read_outcome(jobs[latest], seen.pods)) if latest and latest >= remembered.attempts else None
     if newest is not None:
-        record = _fold(remembered, newest, seen.pods, now)
+        record = _fold_newest(remembered, newest, now)
     elif remembered.result is Result.RUNNING:
         record = _vanished(remembered, location, now)
     else:
         record = remembered
-    return Observed(location, record, jobs, newest.outcome if newest else None, seen.model)
+    return Folded(location=location, record=record, jobs=jobs, outcome=newest.outcome if newest else None, model=seen.model)
 
 
-def decide_attempt(observed: Observed, wanted: bool, settings: Settings, now: datetime) -> Decided:
+def decide_attempt(folded: Folded, wanted: bool, settings: Settings, now: datetime) -> Decided:
     """The next attempt starts when a Job is wanted, none is under way, attempts are left
     and the delay after a failure is over; a delay not over yet asks to be called back."""
-    record = observed.record
+    record = folded.record
     start = record.next_start(settings.retry)
     if not wanted or record.result not in (None, Result.FAILED) or record.attempts >= settings.retry.max_attempts:
-        return Decided(record, observed.outcome, wanted, start)
+        return Decided(record=record, outcome=folded.outcome, wanted=wanted, retry_at=start)
     if start is not None and now < start:
         resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry.max_delay_seconds)
-        return Decided(record, observed.outcome, wanted, start, resync_after)
+        return Decided(record=record, outcome=folded.outcome, wanted=wanted, retry_at=start, resync_after=resync_after)
     started = record._replace(
         attempts=record.attempts + 1,
-        job_name=job_name(observed.model, observed.model.storage_uri, record.attempts + 1),
+        job_name=job_name(folded.model, folded.model.storage_uri, record.attempts + 1),
         result=Result.PENDING,
         failed_at="",
         failure_reason="",
         pod_waiting="",
         pod_ended="",
     )
-    return Decided(started, None, wanted)
+    return Decided(record=started, outcome=None, wanted=wanted)
 
 
-def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, settings: Settings) -> Plan:
+def choose_children(seen: Observation, folded: Folded, decided: Decided, settings: Settings) -> Plan:
     """Every observed Job of the URI as built, a requested Job once its own ServiceAccount
     and RBAC are observed (so its pod never starts without the permission to write the
     model), the access objects while any Job exists or is requested, and the record."""
-    model, location = seen.model, observed.location
+    model, location = seen.model, folded.location
     access = build_access(model, location.namespace)
     missing = tuple(
         f"{item['kind']} {item['metadata']['name']}"
@@ -146,9 +138,9 @@ def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, 
     )
     jobs = [
         build_job(model, Attempt(location, model.storage_uri, attempt), built_with(job, settings.job))
-        for attempt, job in sorted(observed.jobs.items())
+        for attempt, job in sorted(folded.jobs.items())
     ]
-    requested = decided.record.result is Result.PENDING and decided.record.attempts not in observed.jobs
+    requested = decided.record.result is Result.PENDING and decided.record.attempts not in folded.jobs
     creating = decided.wanted and requested
     record = decided.record._replace(message=_request_says(seen, location, decided, missing)) if requested else decided.record
     if creating and not missing:
@@ -156,10 +148,19 @@ def choose_children(seen: PVCObservation, observed: Observed, decided: Decided, 
     children = jobs + access if jobs or creating else []
     if record.attempts and not seen.finalizing:
         children.append(build_record(model, location.namespace, record.data()))
-    return Plan(location, children, record, settings.retry.max_attempts, decided.outcome, missing, decided.retry_at, decided.resync_after)
+    return Plan(
+        location=location,
+        children=children,
+        record=record,
+        max_attempts=settings.retry.max_attempts,
+        outcome=decided.outcome,
+        missing_access=missing,
+        retry_at=decided.retry_at,
+        resync_after=decided.resync_after,
+    )
 
 
-def _request_says(seen: PVCObservation, location: PVCLocation, decided: Decided, missing: tuple[str, ...]) -> str:
+def _request_says(seen: Observation, location: PVCLocation, decided: Decided, missing: tuple[str, ...]) -> str:
     """What became of a requested Job: its access objects first, the Job itself, or why it
     is no longer created (it will be if the cause goes away)."""
     where = f"Job {location.namespace}/{decided.record.job_name}"
@@ -172,53 +173,19 @@ def _request_says(seen: PVCObservation, location: PVCLocation, decided: Decided,
     return f"{where} not created: the storage is not ready"
 
 
-def current_jobs(seen: PVCObservation, location: PVCLocation, record: Record, settings: Settings) -> dict[int, dict[str, Any]]:
-    """Observed Jobs built for the current URI, by attempt.
-
-    A Job is recognised by its name alone: the one this hook derives for the URI and an
-    attempt, so nothing foreign is adopted and nothing of ours is missed. The attempts
-    tried are every one the settings allow, the one the record remembers, and the one a
-    Job's attempt label names (a hint, checked against the name), so a Job survives a
-    lost record, a lowered maximum and a tampered label alike."""
-    if not seen.jobs:
-        return {}
-    model = seen.model
-    hinted = {_attempt_hint(job) for job in seen.jobs} - {None}
-    derived = job_names(model, model.storage_uri, {*range(1, settings.retry.max_attempts + 1), record.attempts, *hinted} - {0})
-    found = {}
-    for job in seen.jobs:
-        attempt = derived.get(job["metadata"]["name"])
-        if attempt is None:
-            continue
-        if job["metadata"]["namespace"] != location.namespace:
-            raise BadRequest(
-                f"observed Job {job['metadata']['namespace']}/{job['metadata']['name']} has the name this hook "
-                f"gives attempt {attempt} for {model.storage_uri!r}, but that Job belongs in namespace "
-                f"{location.namespace}; refusing to guess which is the model's"
-            )
-        found[attempt] = job
-    return found
-
-
-def _attempt_hint(job: dict[str, Any]) -> int | None:
-    """The attempt a Job's label claims, if it reads as one."""
-    raw = field(job["metadata"], "labels").get(ATTEMPT_LABEL)
-    return int(raw) if isinstance(raw, str) and ATTEMPT_NUMBER.fullmatch(raw) else None
-
-
 def _vanished(remembered: Record, location: PVCLocation, now: datetime) -> Record:
     """A running attempt whose Job is gone before it finished has failed."""
     return remembered._replace(
         result=Result.FAILED,
         failed_at=format_time(now),
-        failure_reason=JOB_FAILED,
+        failure_reason=Reason.JOB_FAILED,
         message=f"Job {location.namespace}/{remembered.job_name} disappeared before it finished (deleted by hand?)",
         pod_waiting="",
         pod_ended="",
     )
 
 
-def _fold(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: datetime) -> Record:
+def _fold_newest(remembered: Record, newest: Newest, now: datetime) -> Record:
     """The record as the newest observed Job (and its pods) tell it."""
     job, outcome = newest.job, newest.outcome
     name = job["metadata"]["name"]
@@ -226,11 +193,11 @@ def _fold(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: d
     if outcome.result is Result.SUCCEEDED:
         message, waiting = f"Job {where} completed", ""
     elif outcome.result is Result.RUNNING:
-        waiting = pod_waiting(job, pods)
+        waiting = outcome.pod_waiting
         doing = "is suspended" if outcome.suspended else "is running"
-        message = f"Job {where} {doing}" + (f"{WAITING}{waiting}" if waiting else "")
+        message = f"Job {where} {doing}" + (f"{POD_WAITING}{waiting}" if waiting else "")
     else:
-        return _fold_failure(remembered, newest, pods, now)
+        return _fold_failure(remembered, newest, now)
     return remembered._replace(
         attempts=newest.attempt,
         job_name=name,
@@ -242,13 +209,13 @@ def _fold(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: d
     )
 
 
-def _fold_failure(remembered: Record, newest: Newest, pods: list[dict[str, Any]], now: datetime) -> Record:
+def _fold_failure(remembered: Record, newest: Newest, now: datetime) -> Record:
     """A failed Job: its own words, how its pod ended (or, once the pods are gone, what the
     record kept of them), and when it failed (kept once recorded for this Job)."""
     job, outcome = newest.job, newest.outcome
     name = job["metadata"]["name"]
     same_job = remembered.job_name == name
-    said = agent_said(job, pods) or (remembered.pod_ended if same_job else "")
+    said = outcome.pod_ended or (remembered.pod_ended if same_job else "")
     waited = "" if said or not same_job else remembered.pod_waiting
     message = f"Job {job['metadata'].get('namespace')}/{name} failed: {outcome.detail or 'no reason given'}"
     if said:
@@ -261,7 +228,7 @@ def _fold_failure(remembered: Record, newest: Newest, pods: list[dict[str, Any]]
         job_name=name,
         result=Result.FAILED,
         failed_at=kept or _no_later(outcome.failed_at, now),
-        failure_reason=failure_reason(outcome),
+        failure_reason=outcome.failure_reason,
         message=message,
         pod_waiting=waited,
         pod_ended=said,

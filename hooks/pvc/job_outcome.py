@@ -12,11 +12,16 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from hooks.conditions import normalized_time, shorten
-from hooks.observed import field, items, text
 from hooks.pvc.metadata_job import CONTAINER
+from hooks.reasons import Reason
+from hooks.request import field, items, text
 
 JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 MESSAGE_LIMIT = 1024
+# The reasons a failed attempt is given, by its Job while observed, then by the record.
+FAILURE_REASONS = frozenset({Reason.JOB_FAILED, Reason.JOB_DEADLINE_EXCEEDED})
+# How a message goes on to say what a Job's pod waits for (``pod_waiting``).
+POD_WAITING = "; its pod is waiting: "
 
 
 class Result(StrEnum):
@@ -29,19 +34,28 @@ class Result(StrEnum):
 
 
 class JobOutcome(NamedTuple):
-    """What one Job's own status says: its result, whether it is suspended or ran past its
-    deadline, and the details a failure quotes."""
+    """What one Job says, by its own status and its pods: its result, whether it is
+    suspended or ran past its deadline, the details a failure quotes, what its pod waits
+    for while it runs and how its last pod ended once it failed."""
 
     result: Result
     suspended: bool = False
     deadline_exceeded: bool = False
     detail: str = ""
     failed_at: str | None = None
+    pod_waiting: str = ""
+    pod_ended: str = ""
+
+    @property
+    def failure_reason(self) -> Reason:
+        """A failed Job's reason: its deadline, or anything else that failed it."""
+        return Reason.JOB_DEADLINE_EXCEEDED if self.deadline_exceeded else Reason.JOB_FAILED
 
 
-def read_outcome(job: dict[str, Any]) -> JobOutcome:
+def read_outcome(job: dict[str, Any], pods: list[dict[str, Any]]) -> JobOutcome:
     """A decided failure (``FailureTarget``) counts as failed while its pods are still
-    terminating: the Job will not try again."""
+    terminating: the Job will not try again. Its pods are read only for what the result
+    makes worth saying."""
     true = {
         text(item, "type"): item
         for item in items(field(job, "status"), "conditions")
@@ -57,28 +71,22 @@ def read_outcome(job: dict[str, Any]) -> JobOutcome:
             deadline_exceeded=text(failure, "reason") == "DeadlineExceeded",
             detail=detail,
             failed_at=normalized_time(failure.get("lastTransitionTime")),
+            pod_ended=agent_said(job, pods),
         )
     suspended = field(job, "spec").get("suspend") is True or "Suspended" in true
-    return JobOutcome(Result.RUNNING, suspended=suspended)
+    return JobOutcome(Result.RUNNING, suspended=suspended, pod_waiting=pod_waiting(job, pods))
 
 
-def _pods_of(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The related pods are every attempt's; the Job controller's label tells whose is whose."""
+def _agent_pods(job: dict[str, Any], pods: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The Job's pods, each with its agent container's statuses. The related pods are every
+    attempt's: the Job controller's label tells whose is whose. A mutating webhook may add
+    sidecars: only the agent's statuses count."""
     name, namespace = job["metadata"]["name"], job["metadata"].get("namespace")
     return [
-        pod
+        (pod, [status for status in items(field(pod, "status"), "containerStatuses") if text(status, "name") == CONTAINER])
         for pod in pods
         if pod["metadata"].get("namespace") == namespace
         and any(field(pod["metadata"], "labels").get(key) == name for key in JOB_NAME_LABELS)
-    ]
-
-
-def _agent_statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
-    """The agent container's statuses only, should a mutating webhook add sidecars."""
-    return [
-        status
-        for status in items(field(pod, "status"), "containerStatuses")
-        if text(status, "name") == CONTAINER
     ]
 
 
@@ -89,8 +97,8 @@ def agent_said(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     error-level line says what went wrong. The reason and exit code tell the rest (an
     OOMKilled pod logs no error)."""
     finished: list[tuple[str, str, dict[str, Any]]] = []
-    for pod in _pods_of(job, pods):
-        for status in _agent_statuses(pod):
+    for pod, statuses in _agent_pods(job, pods):
+        for status in statuses:
             for state_key in ("state", "lastState"):
                 terminated = field(field(status, state_key), "terminated")
                 if terminated and terminated.get("exitCode") != 0:
@@ -144,8 +152,8 @@ def _json(raw: str) -> dict[str, Any]:
 def pod_waiting(job: dict[str, Any], pods: list[dict[str, Any]]) -> str:
     """Why a running Job's pod has not started its work yet, if it says so."""
     reasons = []
-    for pod in _pods_of(job, pods):
-        for status in _agent_statuses(pod):
+    for pod, statuses in _agent_pods(job, pods):
+        for status in statuses:
             waiting = field(field(status, "state"), "waiting")
             reason = text(waiting, "reason")
             if reason and reason != "ContainerCreating":

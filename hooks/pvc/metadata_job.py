@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 from dataclasses import replace
 from typing import Any, Iterable, NamedTuple
 
-from hooks.observed import API_GROUP, Model, field
 from hooks.pvc.storage_uri import PVCLocation
+from hooks.request import API_GROUP, BadRequest, Model, field
 from hooks.settings import JobSettings
 
 CONTAINER = "model-metadata"
@@ -28,6 +29,7 @@ MANAGED_BY = "ome-basemodel-hook"
 APP_NAME = "ome-model-metadata"
 
 ATTEMPT_LABEL = "ome.io/metadata-attempt"
+ATTEMPT_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
 STORAGE_URI_ANNOTATION = "ome.io/storage-uri"
 
 RBAC_API = "rbac.authorization.k8s.io"
@@ -86,18 +88,57 @@ def job_names(model: Model, storage_uri: str, attempts: Iterable[int]) -> dict[s
     return {_job_name(identity, storage_uri, attempt): attempt for attempt in attempts}
 
 
+def model_jobs(
+    model: Model, jobs: list[dict[str, Any]], namespace: str, max_attempts: int, remembered: int
+) -> dict[int, dict[str, Any]]:
+    """The observed Jobs built for the model's current URI, by attempt.
+
+    A Job is recognised by its name alone: the one this hook derives for the URI and an
+    attempt, so nothing foreign is adopted and nothing of ours is missed. The attempts
+    tried are every one the settings allow, the one the record remembers and the one a
+    Job's attempt label names (a hint, checked against the name), so a Job survives a lost
+    record, a lowered maximum and a tampered label alike. A Job of ours outside
+    ``namespace``, where the model's Jobs run, is refused rather than guessed at."""
+    if not jobs:
+        return {}
+    hinted = {_attempt_hint(job) for job in jobs} - {None}
+    derived = job_names(model, model.storage_uri, {*range(1, max_attempts + 1), remembered, *hinted} - {0})
+    found = {}
+    for job in jobs:
+        attempt = derived.get(job["metadata"]["name"])
+        if attempt is None:
+            continue
+        if job["metadata"]["namespace"] != namespace:
+            raise BadRequest(
+                f"observed Job {job['metadata']['namespace']}/{job['metadata']['name']} has the name this hook "
+                f"gives attempt {attempt} for {model.storage_uri!r}, but that Job belongs in namespace "
+                f"{namespace}; refusing to guess which is the model's"
+            )
+        found[attempt] = job
+    return found
+
+
+def _attempt_hint(job: dict[str, Any]) -> int | None:
+    """The attempt a Job's label claims, if it reads as one."""
+    raw = field(job["metadata"], "labels").get(ATTEMPT_LABEL)
+    return int(raw) if isinstance(raw, str) and ATTEMPT_NUMBER.fullmatch(raw) else None
+
+
 @functools.lru_cache(maxsize=4096)
 def _job_name(identity: Identity, storage_uri: str, attempt: int) -> str:
     """Remembered: each sync derives the name of every attempt the settings allow."""
     return f"{_stem(identity.name, 36)}-metadata-{_digest(*identity, storage_uri, str(attempt))[:10]}"
 
 
-def service_account_name(model: Model) -> str:
-    """Also the name of the Role, the RoleBinding and the record: one set per model."""
-    return _service_account_name(_identity(model))
+def record_name(model: Model) -> str:
+    """The name of the model's record ConfigMap."""
+    return _own_name(_identity(model))
 
 
-def _service_account_name(identity: Identity) -> str:
+def _own_name(identity: Identity) -> str:
+    """The name of each object a model has exactly one of: its record, its ServiceAccount
+    and, for a BaseModel, the Role and RoleBinding that grant it (a cluster-wide grant's
+    names are its own). Distinct for a BaseModel and a ClusterBaseModel of the same name."""
     return f"{_stem(identity.name, 40)}-metadata-{_digest(*identity)[:8]}"
 
 
@@ -151,7 +192,7 @@ def _job(identity: Identity, attempt: Attempt, settings: JobSettings) -> dict[st
                 "metadata": {"labels": _labels(identity)},
                 "spec": {
                     "restartPolicy": "Never",
-                    "serviceAccountName": _service_account_name(identity),
+                    "serviceAccountName": _own_name(identity),
                     "enableServiceLinks": False,
                     "securityContext": {
                         "runAsNonRoot": True,
@@ -217,7 +258,7 @@ def _access(identity: Identity, resource: str, namespace: str) -> list[dict[str,
     service_account = {
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": {"name": _service_account_name(identity), "namespace": namespace, "labels": _labels(identity)},
+        "metadata": {"name": _own_name(identity), "namespace": namespace, "labels": _labels(identity)},
     }
     grant = _namespaced_grant if identity.namespace else _cluster_grant
     return [service_account, *grant(identity, resource, namespace)]
@@ -233,19 +274,19 @@ def _rule(identity: Identity, resource: str) -> dict[str, Any]:
 
 
 def _subject(identity: Identity, namespace: str) -> dict[str, str]:
-    return {"kind": "ServiceAccount", "name": _service_account_name(identity), "namespace": namespace}
+    return {"kind": "ServiceAccount", "name": _own_name(identity), "namespace": namespace}
 
 
 def _namespaced_grant(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
-    account = _service_account_name(identity)
-    local = {"name": account, "namespace": namespace, "labels": _labels(identity)}
+    name = _own_name(identity)
+    local = {"name": name, "namespace": namespace, "labels": _labels(identity)}
     return [
         {"apiVersion": f"{RBAC_API}/v1", "kind": "Role", "metadata": local, "rules": [_rule(identity, resource)]},
         {
             "apiVersion": f"{RBAC_API}/v1",
             "kind": "RoleBinding",
             "metadata": local,
-            "roleRef": {"apiGroup": RBAC_API, "kind": "Role", "name": account},
+            "roleRef": {"apiGroup": RBAC_API, "kind": "Role", "name": name},
             "subjects": [_subject(identity, namespace)],
         },
     ]
@@ -281,7 +322,7 @@ def build_record(model: Model, namespace: str, data: dict[str, str]) -> dict[str
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": _service_account_name(identity), "namespace": namespace, "labels": _labels(identity)},
+        "metadata": {"name": _own_name(identity), "namespace": namespace, "labels": _labels(identity)},
         "data": data,
     }
 

@@ -10,19 +10,17 @@ shows the same fields to people.
 from __future__ import annotations
 
 import functools
-import re
 from datetime import datetime, timedelta, timezone
 from typing import Any, NamedTuple
 
 from hooks.conditions import normalized_time, parse_time
-from hooks.observed import PVCObservation, field, text
-from hooks.pvc.job_outcome import Result
-from hooks.pvc.metadata_job import service_account_name
-from hooks.pvc.metadata_ready import FAILURE_REASONS
+from hooks.pvc.job_outcome import FAILURE_REASONS, Result
+from hooks.pvc.metadata_job import ATTEMPT_NUMBER, record_name
+from hooks.pvc.observation import Observation
+from hooks.request import field, text
 from hooks.settings import RetrySettings
 
 RESULTS = {result.value: result for result in Result}
-ATTEMPT_NUMBER = re.compile(r"[1-9][0-9]{0,8}")
 INT32_MAX = 2**31 - 1
 
 
@@ -97,12 +95,12 @@ def retry_delay(attempt: int, retry: RetrySettings) -> int:
     return min(retry.base_delay_seconds << min(attempt - 1, 32), retry.max_delay_seconds)
 
 
-def read_record(seen: PVCObservation, namespace: str) -> Record:
+def read_record(seen: Observation, namespace: str) -> Record:
     """The observed record ConfigMap in the Jobs' namespace, if it concerns the current
     URI; a new URI starts from nothing. A field that does not read as what the hook wrote
     reads as absent."""
     model = seen.model
-    name = service_account_name(model)
+    name = record_name(model)
     raw = next(
         (
             field(item, "data")

@@ -1,8 +1,8 @@
 """Judge the storage a model names: its URI, then the PVC Metacontroller sent as a related
 object (``StorageReady``).
 
-The URI's reasons (``InvalidStorageURI``, ``CrossNamespacePVC``) sit with its rules in
-``storage_uri.py``; the PVC's reasons sit here, each beside the rule that gives it.
+The URI's refusals are judged in ``storage_uri.py``; the PVC's reasons are given here,
+each by the rule beside it.
 """
 
 from __future__ import annotations
@@ -10,26 +10,19 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hooks.conditions import FALSE, TRUE, Condition
-from hooks.observed import PVCObservation, field
+from hooks.pvc.observation import Observation
 from hooks.pvc.storage_uri import PVCLocation
-from hooks.states import State
-
-STORAGE_READY = "StorageReady"
-
-PVC_BOUND = "PVCBound"
-PVC_NOT_FOUND = "PVCNotFound"
-PVC_NOT_BOUND = "PVCNotBound"
-PVC_TERMINATING = "PVCTerminating"
+from hooks.reasons import ConditionType, Reason
+from hooks.request import field
 
 ELSEWHERE = "point spec.storage.storageUri at another PVC"
 
 
 class StorageVerdict(NamedTuple):
-    """The StorageReady condition, the model state it implies while not ready, and
-    ``status.storage`` (what the URI resolved to; none for a refused URI)."""
+    """The StorageReady condition and ``status.storage`` (what the URI resolved to; none
+    for a refused URI)."""
 
     condition: Condition
-    state: State
     fields: dict[str, Any] | None = None
 
     @property
@@ -37,11 +30,12 @@ class StorageVerdict(NamedTuple):
         return self.condition.is_true
 
 
-def judge_storage(seen: PVCObservation) -> StorageVerdict:
+def judge_storage(seen: Observation) -> StorageVerdict:
     """A refused URI fails the model; otherwise the PVC decides."""
     if seen.location is None:
         assert seen.uri_refusal is not None
-        return StorageVerdict(Condition(STORAGE_READY, FALSE, seen.uri_refusal.reason, seen.uri_refusal.message), State.FAILED)
+        refusal = seen.uri_refusal
+        return StorageVerdict(Condition(type=ConditionType.STORAGE_READY, status=FALSE, reason=refusal.reason, message=refusal.message))
     return judge_pvc(seen.location, seen.pvcs)
 
 
@@ -66,39 +60,36 @@ def judge_pvc(location: PVCLocation, pvcs: list[dict[str, Any]]) -> StorageVerdi
             f"PVC {location.pvc_name} not found in namespace {location.namespace}; create it, "
             "or point spec.storage.storageUri at an existing PVC"
         )
-        return StorageVerdict(Condition(STORAGE_READY, FALSE, PVC_NOT_FOUND, message), State.FAILED, fields)
+        return StorageVerdict(Condition(type=ConditionType.STORAGE_READY, status=FALSE, reason=Reason.PVC_NOT_FOUND, message=message), fields)
     fields.update(_facts(pvc))
-    reason, message, state = _pvc_says(f"{location.namespace}/{location.pvc_name}", pvc, fields)
-    status = TRUE if reason == PVC_BOUND else FALSE
-    return StorageVerdict(Condition(STORAGE_READY, status, reason, message), state, fields)
+    reason, message = _pvc_says(f"{location.namespace}/{location.pvc_name}", pvc, fields)
+    status = TRUE if reason is Reason.PVC_BOUND else FALSE
+    return StorageVerdict(Condition(type=ConditionType.STORAGE_READY, status=status, reason=reason, message=message), fields)
 
 
-def _pvc_says(where: str, pvc: dict[str, Any], fields: dict[str, Any]) -> tuple[str, str, State]:
-    """The reason, message and state of an existing PVC: being deleted, Bound, Lost, or
-    not bound yet (Pending, or no phase at all)."""
+def _pvc_says(where: str, pvc: dict[str, Any], fields: dict[str, Any]) -> tuple[Reason, str]:
+    """The reason and message of an existing PVC: being deleted, Bound, Lost, or not bound
+    yet (Pending, or no phase at all)."""
     deleted = pvc["metadata"].get("deletionTimestamp")
     phase = fields.get("phase")
     if deleted:
         return (
-            PVC_TERMINATING,
+            Reason.PVC_TERMINATING,
             f"PVC {where} is being deleted (since {deleted}); no new pod can mount it: restore it or {ELSEWHERE}",
-            State.FAILED,
         )
     if phase == "Bound":
-        return PVC_BOUND, f"PVC {where} is Bound{_describe(fields)}", State.IN_TRANSIT
+        return Reason.PVC_BOUND, f"PVC {where} is Bound{_describe(fields)}"
     if phase == "Lost":
         return (
-            PVC_NOT_BOUND,
+            Reason.PVC_LOST,
             f"PVC {where} is Lost: its PersistentVolume is gone and the data cannot be read; "
             f"restore the volume or {ELSEWHERE}",
-            State.FAILED,
         )
     return (
-        PVC_NOT_BOUND,
+        Reason.PVC_PENDING,
         f"PVC {where} is {phase or 'without a phase yet'}: waiting for it to bind to a volume. A StorageClass with "
         "volumeBindingMode WaitForFirstConsumer binds only once a pod uses the claim; a model "
         "PVC should be pre-populated and Bound",
-        State.IN_TRANSIT,
     )
 
 

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from hooks.names import is_dns_label, is_dns_subdomain
+from hooks.reasons import Reason
 
 PVC_SCHEME = "pvc://"
-
-INVALID_STORAGE_URI = "InvalidStorageURI"
-CROSS_NAMESPACE_PVC = "CrossNamespacePVC"
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ class PVCLocation:
 class StorageURIError(Exception):
     """A URI this hook refuses; ``reason`` is the condition reason to report."""
 
-    reason: str
+    reason: Reason
     message: str
 
     def __str__(self) -> str:
@@ -58,7 +56,7 @@ def parse_pvc_uri(uri: str, parent_namespace: str | None) -> PVCLocation:
 
     Remembered for the models synced lately (a refusal is not: it is judged again)."""
 
-    def refuse(problem: str, reason: str = INVALID_STORAGE_URI) -> StorageURIError:
+    def refuse(problem: str, reason: Reason = Reason.INVALID_STORAGE_URI) -> StorageURIError:
         return StorageURIError(
             reason, f"storageUri {uri!r} {problem}; expected {expected_form(parent_namespace)}"
         )
@@ -72,7 +70,7 @@ def parse_pvc_uri(uri: str, parent_namespace: str | None) -> PVCLocation:
         raise refuse(
             f"points at namespace {namespace!r}, but a BaseModel may only use PVCs in its own "
             f"namespace {parent_namespace!r} (use a ClusterBaseModel to share a PVC across namespaces)",
-            CROSS_NAMESPACE_PVC,
+            Reason.CROSS_NAMESPACE_PVC,
         )
     return PVCLocation(parent_namespace, pvc_name, sub_path)
 

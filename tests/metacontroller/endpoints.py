@@ -14,7 +14,7 @@ from flask import Flask
 
 from hooks.customize import customize
 from hooks.label_keeper import keep_label
-from hooks.observed import BadRequest
+from hooks.request import BadRequest
 from hooks.settings import Settings
 from hooks.sync import sync
 from tests.metacontroller.webhook import Hook

@@ -1,10 +1,11 @@
-"""Read a Metacontroller request into the few facts the decisions need.
+"""Read a Metacontroller request: the envelope every hook shares, the parent model, and
+the objects of one type among its children or related objects.
 
 Everything here is defensive because a wrong 200 answer is destructive: Metacontroller
 deletes every observed child missing from it. A request we cannot read with certainty
 raises ``BadRequest`` (a 4xx, which changes nothing) instead of being guessed at.
 Objects are found by their own ``metadata``, never by their map key, so hook versions
-v1 and v2 read alike.
+v1 and v2 read alike. What a flow makes of the objects is the flow's (``pvc/observation.py``).
 """
 
 from __future__ import annotations
@@ -12,24 +13,13 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from hooks.names import is_dns_label, is_dns_subdomain
-from hooks.pvc.storage_uri import PVCLocation, StorageURIError, parse_pvc_uri
 
 API_GROUP = "ome.io"
 API_VERSION = "ome.io/v1beta1"
 BASE_MODEL = "BaseModel"
 CLUSTER_BASE_MODEL = "ClusterBaseModel"
-METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
-
-JOBS = "Job.batch/v1"
-SERVICE_ACCOUNTS = "ServiceAccount.v1"
-ROLES = "Role.rbac.authorization.k8s.io/v1"
-ROLE_BINDINGS = "RoleBinding.rbac.authorization.k8s.io/v1"
-CLUSTER_ROLES = "ClusterRole.rbac.authorization.k8s.io/v1"
-CLUSTER_ROLE_BINDINGS = "ClusterRoleBinding.rbac.authorization.k8s.io/v1"
-CONFIG_MAPS = "ConfigMap.v1"
-PVCS = "PersistentVolumeClaim.v1"
-PODS = "Pod.v1"
-CLUSTER_SCOPED = frozenset({CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS})
+# The kinds among those the hook reads that Kubernetes keeps without a namespace.
+CLUSTER_SCOPED_KINDS = frozenset({"ClusterRole", "ClusterRoleBinding"})
 INT64_MAX = 2**63 - 1
 
 
@@ -58,72 +48,11 @@ class Model(NamedTuple):
         """The plural resource name, for RBAC rules and related-object rules."""
         return "clusterbasemodels" if self.cluster_scoped else "basemodels"
 
-
-Access = frozenset[tuple[str, str | None, str]]
-
-
-class PVCObservation(NamedTuple):
-    """Everything a ``pvc://`` model's sync is decided from, read from the request once:
-    the model, whether it is being finalized, where its URI points (or why it cannot be
-    used), its observed children (Jobs, the (kind, namespace, name) of its ServiceAccount
-    and RBAC objects, record ConfigMaps) and the related PVCs and Job pods. Whether any
-    child remains is read only while finalizing: it is what a deletion waits for. Whether
-    the spec already holds the metadata decides whether a Job is wanted at all."""
-
-    model: Model
-    finalizing: bool
-    location: PVCLocation | None
-    uri_refusal: StorageURIError | None
-    jobs: list[dict[str, Any]]
-    access: Access
-    records: list[dict[str, Any]]
-    pvcs: list[dict[str, Any]]
-    pods: list[dict[str, Any]]
-    remaining: bool
-    metadata_present: bool
-
-
-def observe_pvc_model(request: dict[str, Any], model: Model, finalizing: bool) -> PVCObservation:
-    """The children are read before the URI is judged: a child the hook cannot read makes
-    a 400 whatever the URI, since a 200 would delete it. The PVCs are read only for a URI
-    that names one (the customize hook asked for nothing otherwise), the pods only if asked."""
-    jobs = object_group(request, "children", JOBS, required=True)
-    access = _read_access(request, model)
-    records = object_group(request, "children", CONFIG_MAPS, required=True)
-    try:
-        location, refusal = parse_pvc_uri(model.storage_uri, model.namespace), None
-    except StorageURIError as error:
-        location, refusal = None, error
-    return PVCObservation(
-        model=model,
-        finalizing=finalizing,
-        location=location,
-        uri_refusal=refusal,
-        jobs=jobs,
-        access=access,
-        records=records,
-        pvcs=object_group(request, "related", PVCS, required=True) if location else [],
-        pods=object_group(request, "related", PODS, required=False) if location else [],
-        remaining=finalizing and has_children(request),
-        metadata_present=holds_metadata(model.spec),
-    )
-
-
-def holds_metadata(spec: dict[str, Any]) -> bool:
-    """The contract's test of metadata being present: without these three the model cannot
-    be scheduled sensibly, and with them no Job is needed."""
-    return all(isinstance(spec.get(key), str) and spec[key] for key in METADATA_FIELDS)
-
-
-def _read_access(request: dict[str, Any], model: Model) -> Access:
-    """The observed ServiceAccounts and RBAC objects by (kind, namespace, name), as the
-    hook names them, so a Job can wait for its own."""
-    access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
-    return frozenset(
-        (type_key.split(".", 1)[0], item["metadata"].get("namespace") or None, item["metadata"]["name"])
-        for type_key in (SERVICE_ACCOUNTS, *access_types)
-        for item in object_group(request, "children", type_key, required=True)
-    )
+    @property
+    def kept_status(self) -> dict[str, Any]:
+        """The status fields that belong to whoever set them (``lifecycle``), carried over."""
+        lifecycle = self.status.get("lifecycle")
+        return {"lifecycle": lifecycle} if isinstance(lifecycle, str) else {}
 
 
 def read_request(body: Any) -> dict[str, Any]:
@@ -161,12 +90,6 @@ def read_model(parent: dict[str, Any]) -> Model:
         storage_uri=uri,
         deleting=bool(parent["metadata"].get("deletionTimestamp")),
     )
-
-
-def kept_status(model: Model) -> dict[str, Any]:
-    """The status fields that belong to whoever set them (``lifecycle``), carried over."""
-    lifecycle = model.status.get("lifecycle")
-    return {"lifecycle": lifecycle} if isinstance(lifecycle, str) else {}
 
 
 def read_parent_name(parent: dict[str, Any], *, namespaced: bool) -> tuple[str, str | None]:
@@ -235,7 +158,7 @@ def object_group(request: dict[str, Any], section: str, type_key: str, *, requir
         name = item["metadata"].get("name")
         if not _non_empty_text(name):
             raise BadRequest(f"{_where(section, type_key)} holds an object without metadata.name")
-        identity = (_read_namespace(item, section, type_key), name)
+        identity = (_read_namespace(item, section, type_key, kind), name)
         if item.get("kind", kind) != kind or item.get("apiVersion", api_version) != api_version:
             raise _wrong_type(item, section, type_key)
         if identity in found:
@@ -248,13 +171,13 @@ def _where(section: str, type_key: str) -> str:
     return f"request '{section}.{type_key}'"
 
 
-def _read_namespace(item: dict[str, Any], section: str, type_key: str) -> str:
-    """The object's namespace ("" for a cluster-scoped type), which the API server always sets.
+def _read_namespace(item: dict[str, Any], section: str, type_key: str, kind: str) -> str:
+    """The object's namespace ("" for a cluster-scoped kind), which the API server always sets.
 
     Children are matched by namespace and name, so an object whose namespace cannot be
     read could be taken for another, or missed, and then deleted."""
     namespace = item["metadata"].get("namespace")
-    if type_key in CLUSTER_SCOPED:
+    if kind in CLUSTER_SCOPED_KINDS:
         if namespace not in (None, ""):
             raise BadRequest(
                 f"{_where(section, type_key)} holds {_shown(item['metadata']['name'])} with metadata.namespace "
