@@ -10,11 +10,12 @@ deterministically, over every scenario of ``tests/lifecycle.py``:
   the other Metacontroller controller syncs it, or a user annotates it (and, at a write of
   the record ConfigMap, a user annotates that). Their updates reach every watcher, the
   event filters that drop some of them included, and the write may meet a Conflict.
-- **stale**: at every sync, each informer the sync reads (the parent's for the label
-  keeper; the children's and the related objects' for a CompositeController) lags by one
-  or two of the changes that alter what the hook is shown, never further back than what
-  that controller had already seen (informers only move forward); the changes it missed
-  reach its handlers after the sync.
+- **stale**: at every sync, each informer the sync reads (the parent's; the children's and
+  the related objects' for a CompositeController) lags by one or two of the changes that
+  alter what the hook is shown, no further back than what that controller had already
+  seen; and a child's or related object's informer also one or two such changes behind
+  that (it listed again from a lagging API server: Sieve's stale state). The changes it
+  missed reach its handlers after the sync.
 - **intermediate**: Metacontroller stops before each of its writes (between two writes of
   one sync: children, finalizer, status) and starts again with empty caches and queues;
   or the hook does not answer one call.
@@ -38,7 +39,7 @@ import sys
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from tests import lifecycle
 from tests.invariants import MODEL_KINDS, Checker, is_pvc, labelled_pvc, summary
@@ -56,6 +57,8 @@ from tests.metacontroller.webhook import HookDown
 QUIET_SECONDS = 600.0
 """Simulated time after the story before liveness is judged: the issue's ten minutes."""
 LAGS = (1, 2)
+TRAVEL_WINDOW = 20
+"""How many of an informer's latest changes a view behind what it had seen may go back over."""
 CLASSES = ("unobserved", "stale", "intermediate")
 OME = "OME's manager"
 KEEPER = "the label keeper"
@@ -219,9 +222,13 @@ class Recording(Explored):
                       f"Metacontroller stops before {actor} can {verb} {obj['kind']} {obj['metadata']['name']}")
 
     def at_view(self, index: int, controller: Controller, parent: Obj, type_key: TypeKey) -> int | None:
-        for lag, (sequence, change) in enumerate(lags(controller, parent, type_key), start=1):
-            self.note("stale", index, sequence, (controller.name, type_key, lag, change, model_state(parent)),
-                      f"{controller.name}'s {type_key[1]} informer lags {lag} behind: {change}")
+        behind: Counter[bool] = Counter()
+        for lag in lags(controller, parent, type_key):
+            behind[lag.travelled] += 1
+            what = "behind what it had seen" if lag.travelled else "behind"
+            self.note("stale", index, lag.sequence, (controller.name, type_key, lag.travelled, behind[lag.travelled],
+                                                     lag.missed, model_state(parent)),
+                      f"{controller.name}'s {type_key[1]} informer lags {behind[lag.travelled]} {what}: {lag.missed}")
         return None
 
     def at_call(self, index: int, controller: Controller, parent: Obj, hook: str) -> None:
@@ -249,24 +256,40 @@ def interferers(actor: str, user: str) -> list[str]:
     return others
 
 
-def lags(controller: Controller, parent: Obj, type_key: TypeKey) -> list[tuple[int, str]]:
-    """Up to ``max(LAGS)`` views older than the present that change what the hook sees, each
-    as (the change the informer stands at, what differs), never older than what
-    ``controller`` had seen."""
+class Lag(NamedTuple):
+    """A view older than the present: the change the informer stands at, what it misses,
+    and whether that is behind what the controller had already seen."""
+
+    sequence: int
+    missed: str
+    travelled: bool
+
+
+def lags(controller: Controller, parent: Obj, type_key: TypeKey) -> list[Lag]:
+    """Up to ``max(LAGS)`` views older than the present that change what the hook sees,
+    never older than what ``controller`` had seen; and for a child's or related object's
+    informer, up to ``max(LAGS)`` more behind that (one that listed again from a lagging
+    API server, Sieve's stale state), among its last ``TRAVEL_WINDOW`` changes."""
     cluster = controller.cluster
     floor = controller.caught_up.get(type_key, controller.started_at)
-    found: list[tuple[int, str]] = []
+    travels = type_key != (parent["apiVersion"], parent["kind"])
+    found: list[Lag] = []
     shown = controller.view_at(parent, type_key, cluster.sequence)
-    for change in reversed(cluster.changes_since(floor)):
+    considered = 0
+    for change in reversed(cluster.history):
         if change.key[:2] != type_key:
             continue
+        travelled = change.sequence - 1 < floor
+        considered += 1
+        if travelled and (not travels or considered > TRAVEL_WINDOW):
+            break
         older = controller.view_at(parent, type_key, change.sequence - 1)
         if older != shown:
-            found.append((change.sequence - 1, difference(older, shown)))
+            found.append(Lag(change.sequence - 1, difference(older, shown), travelled))
             shown = older
-            if len(found) == max(LAGS):
+            if sum(1 for lag in found if lag.travelled == travelled) == max(LAGS) and travelled:
                 break
-    return found
+    return [lag for travelled in (False, True) for lag in [item for item in found if item.travelled == travelled][:max(LAGS)]]
 
 
 def difference(older: list[Obj], newer: list[Obj]) -> str:

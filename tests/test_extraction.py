@@ -253,3 +253,17 @@ def test_failure_quotes_its_pod_from_the_records_own_field_once_the_pods_are_gon
     golden.observed_record(following)["message"] = "rewritten by someone"
     record = sync(following, SETTINGS, NOW).response["status"]["metadataExtraction"]
     assert record["podEnded"] == said and record["message"].endswith(f"; its last pod ended: {said}")
+
+
+@pytest.mark.parametrize(("seconds", "failed"), [(0, False), (239, False), (240, True), (3600, True)])
+def test_a_running_attempt_out_of_view_fails_only_once_its_job_cannot_run_any_more(seconds: int, failed: bool) -> None:
+    """Created at 11:58, deadline 300 s, a minute's grace: until 12:04 Metacontroller's view
+    may only be behind (a Job informer that listed from a lagging API server), so the Job's
+    access stays and no next attempt starts; from then on it failed."""
+    request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-out-of-view-may-still-run.request.json")
+    response = sync(request, SETTINGS, NOW + timedelta(seconds=seconds)).response
+    ready = condition(response, "MetadataReady")
+    assert (ready["reason"] == "JobFailed") is failed
+    assert ("ServiceAccount" in kinds(response)) is not failed and "Job" not in kinds(response)
+    if not failed:
+        assert response["resyncAfterSeconds"] == max(240 - seconds, 1)

@@ -8,10 +8,10 @@ Kubernetes removes it: Metacontroller deletes every child an answer leaves out.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from hooks.conditions import format_time, parse_time
+from hooks.conditions import format_time, normalized_time, parse_time
 from hooks.pvc.job_outcome import POD_WAITING, JobOutcome, Result, read_outcome
 from hooks.pvc.metadata_job import Attempt, build_access, build_job, build_record, built_with, job_name, model_jobs
 from hooks.pvc.observation import Observation
@@ -23,6 +23,8 @@ from hooks.settings import Settings
 
 WAS_WAITING = "; before that its pod was waiting: "
 POD_ENDED = "; its last pod ended: "
+UNSEEN_GRACE_SECONDS = 60
+"""Beyond a Job's deadline, the time its controller takes to fail it."""
 
 
 class Newest(NamedTuple):
@@ -35,20 +37,21 @@ class Newest(NamedTuple):
 
 class Folded(NamedTuple):
     """Step 1: where the Jobs run, the record with the newest observed Job folded in, the
-    observed Jobs of the current URI by attempt, what the newest one says, and the model
-    they are for."""
+    observed Jobs of the current URI by attempt, what the newest one says, the model they
+    are for, and until when a running attempt's Job that is out of view may still run."""
 
     location: PVCLocation
     record: Record
     jobs: dict[int, dict[str, Any]]
     outcome: JobOutcome | None
     model: Model
+    unseen_until: datetime | None = None
 
 
 class Decided(NamedTuple):
     """Step 2: the record with the next attempt started, or not; whether a Job is wanted
     at all; when the attempt after a failed one may start; and when to be called back for
-    a retry that is not due yet."""
+    a retry that is not due yet, or for a Job out of view that may still run."""
 
     record: Record
     outcome: JobOutcome | None
@@ -70,6 +73,7 @@ class Plan(NamedTuple):
     missing_access: tuple[str, ...] = ()
     retry_at: datetime | None = None
     resync_after: float | None = None
+    unseen_until: datetime | None = None
 
     def status_fields(self) -> dict[str, Any]:
         """``status.metadataExtraction``, once anything was attempted."""
@@ -89,7 +93,9 @@ def plan_extraction(seen: Observation, storage_ready: bool, settings: Settings, 
 
 def fold_jobs(seen: Observation, location: PVCLocation, settings: Settings, now: datetime) -> Folded:
     """The newest observed Job of an attempt the record knows, or of a later one, says how
-    that attempt stands; a running attempt whose Job is gone failed."""
+    that attempt stands. A running attempt whose Job is out of view failed once that Job
+    could no longer be running: until then Metacontroller's view may only be behind (an
+    informer that listed from a lagging API server), and the Job still running."""
     remembered = read_record(seen, location.namespace)
     jobs = model_jobs(seen.model, seen.jobs, location.namespace, settings.retry.max_attempts, remembered.attempts)
     latest = max(jobs, default=0)
@@ -97,10 +103,21 @@ def fold_jobs(seen: Observation, location: PVCLocation, settings: Settings, now:
     if newest is not None:
         record = _fold_newest(remembered, newest, now)
     elif remembered.result is Result.RUNNING:
+        until = _may_run_until(remembered, settings)
+        if until is not None and now < until:
+            return Folded(location=location, record=remembered, jobs=jobs, outcome=None, model=seen.model, unseen_until=until)
         record = _vanished(remembered, location, now)
     else:
         record = remembered
     return Folded(location=location, record=record, jobs=jobs, outcome=newest.outcome if newest else None, model=seen.model)
+
+
+def _may_run_until(record: Record, settings: Settings) -> datetime | None:
+    """When the record's Job, created at ``started_at``, is past its deadline for certain."""
+    created = parse_time(record.started_at)
+    if created is None:
+        return None
+    return created + timedelta(seconds=settings.job.active_deadline_seconds + UNSEEN_GRACE_SECONDS)
 
 
 def decide_attempt(folded: Folded, wanted: bool, settings: Settings, now: datetime) -> Decided:
@@ -109,7 +126,8 @@ def decide_attempt(folded: Folded, wanted: bool, settings: Settings, now: dateti
     record = folded.record
     start = record.next_start(settings.retry)
     if not wanted or record.result not in (None, Result.FAILED) or record.attempts >= settings.retry.max_attempts:
-        return Decided(record=record, outcome=folded.outcome, wanted=wanted, retry_at=start)
+        unseen = None if folded.unseen_until is None else max((folded.unseen_until - now).total_seconds(), 1.0)
+        return Decided(record=record, outcome=folded.outcome, wanted=wanted, retry_at=start, resync_after=unseen)
     if start is not None and now < start:
         resync_after = min(max((start - now).total_seconds(), 1.0), settings.retry.max_delay_seconds)
         return Decided(record=record, outcome=folded.outcome, wanted=wanted, retry_at=start, resync_after=resync_after)
@@ -117,6 +135,7 @@ def decide_attempt(folded: Folded, wanted: bool, settings: Settings, now: dateti
         attempts=record.attempts + 1,
         job_name=job_name(folded.model, folded.model.storage_uri, record.attempts + 1),
         result=Result.PENDING,
+        started_at="",
         failed_at="",
         failure_reason="",
         pod_waiting="",
@@ -128,7 +147,8 @@ def decide_attempt(folded: Folded, wanted: bool, settings: Settings, now: dateti
 def choose_children(seen: Observation, folded: Folded, decided: Decided, settings: Settings) -> Plan:
     """Every observed Job of the URI as built, a requested Job once its own ServiceAccount
     and RBAC are observed (so its pod never starts without the permission to write the
-    model), the access objects while any Job exists or is requested, and the record."""
+    model), the access objects while any Job exists, is requested or may run out of view,
+    and the record."""
     model, location = seen.model, folded.location
     access = build_access(model, location.namespace)
     missing = tuple(
@@ -145,7 +165,7 @@ def choose_children(seen: Observation, folded: Folded, decided: Decided, setting
     record = decided.record._replace(message=_request_says(seen, location, decided, missing)) if requested else decided.record
     if creating and not missing:
         jobs.append(build_job(model, Attempt(location, model.storage_uri, record.attempts), settings.job))
-    children = jobs + access if jobs or creating else []
+    children = jobs + access if jobs or creating or folded.unseen_until is not None else []
     if record.attempts and not seen.finalizing:
         children.append(build_record(model, location.namespace, record.data()))
     return Plan(
@@ -157,6 +177,7 @@ def choose_children(seen: Observation, folded: Folded, decided: Decided, setting
         missing_access=missing,
         retry_at=decided.retry_at,
         resync_after=decided.resync_after,
+        unseen_until=folded.unseen_until,
     )
 
 
@@ -202,6 +223,7 @@ def _fold_newest(remembered: Record, newest: Newest, now: datetime) -> Record:
         attempts=newest.attempt,
         job_name=name,
         result=outcome.result,
+        started_at=_created(job),
         failure_reason="",
         message=message,
         pod_waiting=waiting,
@@ -227,12 +249,18 @@ def _fold_failure(remembered: Record, newest: Newest, now: datetime) -> Record:
         attempts=newest.attempt,
         job_name=name,
         result=Result.FAILED,
+        started_at=_created(job),
         failed_at=kept or _no_later(outcome.failed_at, now),
         failure_reason=outcome.failure_reason,
         message=message,
         pod_waiting=waited,
         pod_ended=said,
     )
+
+
+def _created(job: dict[str, Any]) -> str:
+    """When the Job was created, as the API server stamped it ("" if it reads as no time)."""
+    return normalized_time(job["metadata"].get("creationTimestamp")) or ""
 
 
 def _no_later(moment: str | None, now: datetime) -> str:

@@ -29,12 +29,15 @@ class Record(NamedTuple):
 
     What the Job's pod last said (what it waited for, how it ended) and the reason of a
     failure are kept in fields of their own: the pods go before the Job does, and a failure
-    must still quote them and keep its reason."""
+    must still quote them and keep its reason. When the Job was created is kept too: a
+    running attempt whose Job drops out of view counts as failed only once that Job could
+    no longer be running."""
 
     storage_uri: str
     attempts: int = 0
     job_name: str = ""
     result: Result | None = None
+    started_at: str = ""
     failed_at: str = ""
     failure_reason: str = ""
     message: str = ""
@@ -64,6 +67,7 @@ def _render(record: Record) -> dict[str, Any]:
     rendered: dict[str, Any] = {"storageUri": record.storage_uri, "attempts": record.attempts, "jobName": record.job_name}
     optional = (
         ("result", record.result),
+        ("startedAt", record.started_at),
         ("failedAt", record.failed_at),
         ("failureReason", record.failure_reason),
         ("message", record.message),
@@ -117,6 +121,7 @@ def read_record(seen: Observation, namespace: str) -> Record:
         attempts=int(attempts),
         job_name=text(raw, "jobName"),
         result=RESULTS.get(text(raw, "result")),
+        started_at=normalized_time(raw.get("startedAt")) or "",
         failed_at=normalized_time(raw.get("failedAt")) or "",
         failure_reason=text(raw, "failureReason") if raw.get("failureReason") in FAILURE_REASONS else "",
         message=text(raw, "message"),

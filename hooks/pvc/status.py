@@ -93,7 +93,10 @@ def _pending(seen: Observation, plan: Plan, job: str, storage_ready: bool) -> Co
 def _running(plan: Plan, job: str, finalizing: bool) -> Condition:
     """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
     suspended = plan.outcome is not None and plan.outcome.suspended
-    if suspended:
+    if plan.unseen_until is not None:
+        doing = (f"is out of Metacontroller's view (deleted by hand, or its view is behind); it counts as failed "
+                 f"at {format_time(plan.unseen_until)} unless it appears")
+    elif suspended:
         doing = "is suspended; resume it (spec.suspend: false) to extract"
     elif plan.record.pod_waiting:
         doing = f"has not started{POD_WAITING}{plan.record.pod_waiting}"
