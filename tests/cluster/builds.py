@@ -51,9 +51,9 @@ class Build:
     def version(self) -> str:
         """The version of ``module`` that the build's go.mod requires."""
         text = (self.source / "go.mod").read_text(encoding="utf-8")
-        found = re.search(rf"^require {re.escape(self.module)} (v\S+)$", text, re.M)
+        found = re.search(rf"^(?:require )?\s*{re.escape(self.module)} (v\S+)", text, re.M)
         if found is None:
-            raise RuntimeError(f"{self.source / 'go.mod'} has no 'require {self.module} vX.Y.Z' line")
+            raise RuntimeError(f"{self.source / 'go.mod'} requires no version of {self.module}")
         return found.group(1)
 
     @property

@@ -1,0 +1,54 @@
+"""The cluster tier's one world, shared by its tests: built (or taken from the cache), started,
+given OME models that predate the hook, the hook installed as the docs say, Metacontroller
+started; and everything stopped at the end, also when a test fails or the run is interrupted.
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import Iterator
+
+import pytest
+
+from tests.cluster import builds
+from tests.cluster.existing import create_existing_models
+from tests.cluster.story import COLUMNS, REPORT
+from tests.cluster.tier import SHARED_CRDS, Tier
+
+
+@pytest.fixture(scope="session")
+def tier() -> Iterator[Tier]:
+    if not SHARED_CRDS.is_dir():
+        pytest.skip(f"needs Metacontroller's CRDs in {SHARED_CRDS} (the shared/ reference pack beside the repository)")
+    builds.build_all()
+    world = Tier()
+    atexit.register(world.stop)
+    try:
+        world.start()
+        create_existing_models(world)
+        world.install()
+        world.start_metacontroller()
+        yield world
+    finally:
+        world.stop()
+        atexit.unregister(world.stop)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Every story's costs, the real ones beside the simulator's, and the real writes per actor."""
+    if not REPORT:
+        return
+    write = terminalreporter.write_line
+    write("")
+    write("Costs per story and model: the cluster tier (real) beside the simulator (sim)")
+    write("| story | kind | run | " + " | ".join(COLUMNS) + " |")
+    write("|---|---|---|" + "---:|" * len(COLUMNS))
+    for title, kind, real, simulated, _ in REPORT:
+        for run, counts in (("real", real), ("sim", simulated)):
+            write(f"| {title} | {kind} | {run} | " + " | ".join(str(counts[column]) for column in COLUMNS) + " |")
+    write("")
+    write("Writes per actor (refused by the fence in brackets), from the API server's audit log")
+    for title, kind, _, _, per_actor in REPORT:
+        actors = ", ".join(f"{name} {counts['writes']}" + (f" ({counts['refused']} refused)" if counts["refused"] else "")
+                           for name, counts in sorted(per_actor.items()))
+        write(f"- {title}, {kind}: {actors}")
