@@ -6,9 +6,12 @@ The simulated Metacontroller talks to this object exactly as it talks to its in-
 Metacontroller's ServiceAccount: real resourceVersions, conflicts, validation, RBAC and
 admission answers, the fence's among them.
 
-Reads follow Metacontroller: ``list`` answers from watch caches, one per type, as its
-informers do (so a just-made write may not be in it yet), while ``get`` and ``find`` are
-live reads, as its fresh read of a parent before a status write is. Watch events are
+Reads are Metacontroller's informers' (listers'): every read answers from the watch caches,
+one per type, so a write that just happened elsewhere may not be in them yet (the label
+race of issue 20 happens through exactly that). One read is live in Metacontroller and
+cached here: the parent read again before a status write; a write that meets a Conflict
+through it is swallowed as Metacontroller swallows one, and the next event of the parent or
+of one of its children brings a new sync. Watch events are
 gathered by a thread per type and handed to ``watchers`` one at a time by ``dispatch``,
 on the caller's thread, so the simulated controllers stay single-threaded.
 """
@@ -119,16 +122,15 @@ class ApiServerCluster:
     # --- reading ---------------------------------------------------------------------------------
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
-        found = self.client.get(api_version, _resource(api_version, kind).resource, namespace, name)
-        return {"apiVersion": api_version, "kind": kind, **found}
+        found = self.find(api_version, kind, namespace, name)
+        if found is None:
+            raise ApiError(404, f"{kind} {namespace or ''}/{name} not found")
+        return found
 
     def find(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
-        try:
-            return self.get(api_version, kind, namespace, name)
-        except ApiError as error:
-            if error.code == 404:
-                return None
-            raise
+        """From the watch cache, as Metacontroller's listers read a parent, a child or a related object."""
+        stored = self.objects.get((api_version, kind, namespace or None, name))
+        return clone(stored) if stored is not None else None
 
     def list(self, api_version: str, kind: str, namespace: str | None = None, controller_uid: str | None = None) -> list[Obj]:
         """From the watch cache, sorted as the in-memory cluster sorts."""

@@ -57,6 +57,10 @@ class Write:
     def refused(self) -> bool:
         return self.code == 403
 
+    @property
+    def accepted(self) -> bool:
+        return 200 <= self.code < 300
+
 
 def writes(log: Path, since: datetime, until: datetime) -> Iterator[Write]:
     """Every write the log recorded between ``since`` and ``until``."""
@@ -91,8 +95,9 @@ class Story:
 
 
 def costs(log: Path, story: Story, since: datetime, until: datetime) -> dict[str, Counter[str]]:
-    """Per actor: ``writes``, ``refused`` (403, the fence's answer), and Metacontroller's writes by
-    what they are (``status write``, ``model write``, ``create``, ``update``, ``delete``)."""
+    """Per actor: ``writes``, ``refused`` (403, the fence's answer), and the writes by what they
+    are (``status write`` and ``model write``, each also counted as ``... accepted`` when the API
+    server took it; ``create``, ``update``, ``delete`` of the hook's kinds of objects)."""
     found: dict[str, Counter[str]] = {}
     for write in writes(log, since, until):
         if not story.concerns(write):
@@ -101,7 +106,9 @@ def costs(log: Path, story: Story, since: datetime, until: datetime) -> dict[str
         counts["writes"] += 1
         counts["refused"] += write.refused
         if write.resource in MODEL_RESOURCES:
-            counts["status write" if write.subresource == "status" else "model write"] += 1
+            written = "status write" if write.subresource == "status" else "model write"
+            counts[written] += 1
+            counts[f"{written} accepted"] += write.accepted
         elif write.resource in CHILD_RESOURCES:
             counts[{"patch": "update"}.get(write.verb, write.verb)] += 1
     return found

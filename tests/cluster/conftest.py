@@ -6,6 +6,7 @@ started; and everything stopped at the end, also when a test fails or the run is
 from __future__ import annotations
 
 import atexit
+import time
 from typing import Iterator
 
 import pytest
@@ -16,6 +17,10 @@ from tests.cluster.story import COLUMNS, REPORT
 from tests.cluster.tier import SHARED_CRDS, Tier
 
 
+WORLDS: list[Tier] = []
+"""The world this session started, for the summary."""
+
+
 @pytest.fixture(scope="session")
 def tier() -> Iterator[Tier]:
     if not SHARED_CRDS.is_dir():
@@ -24,10 +29,13 @@ def tier() -> Iterator[Tier]:
     world = Tier()
     atexit.register(world.stop)
     try:
+        started = time.monotonic()
         world.start()
         create_existing_models(world)
         world.install()
         world.start_metacontroller()
+        world.timings["world"] = time.monotonic() - started
+        WORLDS.append(world)
         yield world
     finally:
         world.stop()
@@ -35,10 +43,13 @@ def tier() -> Iterator[Tier]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Every story's costs, the real ones beside the simulator's, and the real writes per actor."""
+    """How long the world took to come up; every story's costs, the real ones beside the
+    simulator's; and the real writes per actor."""
+    write = terminalreporter.write_line
+    for world in WORLDS:
+        write("Seconds to come up (binaries cached): " + ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in world.timings.items()))
     if not REPORT:
         return
-    write = terminalreporter.write_line
     write("")
     write("Costs per story and model: the cluster tier (real) beside the simulator (sim)")
     write("| story | kind | run | " + " | ".join(COLUMNS) + " |")

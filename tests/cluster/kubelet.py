@@ -16,7 +16,9 @@ observe it, with the real agent binary and the real credentials:
   translated: the volume's mount path (with its ``subPath``) to the volume's host
   directory, and a file of the image (``/ome-agent.yaml``) to the same path under
   ``image_root``;
-- it writes the outcome as the kubelet does: phase, the container's exit code and reason,
+- it keeps the container's log, both streams in the order written, as the container runtime
+  does (``pods/<namespace>_<pod>.log`` in the tier's folder), and writes the outcome as the
+  kubelet does: phase, the container's exit code and reason,
   and for ``FallbackToLogsOnError`` a failed container's last log lines as its
   termination message (the last 80 lines, at most 2048 bytes); the real Job controller
   takes it from there.
@@ -83,6 +85,8 @@ class Kubelet:
         self.scheduler: Client = plane.client(SCHEDULER)
         self.node: Client = plane.client(KUBELET)
         self.runs: list[Run] = []
+        self.logs = plane.workdir / "pods"
+        self.logs.mkdir(exist_ok=True)
         self.errors: list[str] = []
         self._seen: set[str] = set()
         self._stopped = threading.Event()
@@ -143,10 +147,12 @@ class Kubelet:
                        **HF_CLIENT_OFF, "KUBECONFIG": str(kubeconfig), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         try:
             done = subprocess.run([*command, *arguments], env=environment, user=user, group=group, extra_groups=[],
-                                  cwd="/", capture_output=True, text=True, timeout=AGENT_TIMEOUT_SECONDS)
-            exit_code, output = done.returncode, done.stdout + done.stderr
+                                  cwd="/", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=AGENT_TIMEOUT_SECONDS)
+            exit_code, output = done.returncode, done.stdout
         except subprocess.TimeoutExpired as timeout:
-            exit_code, output = 137, f"{timeout.stdout or ''}{timeout.stderr or ''}"
+            exit_code, output = 137, str(timeout.stdout or "")
+        (self.logs / f"{metadata['namespace']}_{metadata['name']}.log").write_text(output, encoding="utf-8")
         self.runs.append(Run(metadata["namespace"], metadata["name"], tuple(container.get("args") or []), user, exit_code, output))
         terminated: dict[str, Any] = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
                                       "startedAt": started, "finishedAt": _now()}

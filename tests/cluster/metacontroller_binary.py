@@ -22,6 +22,7 @@ POLL_SECONDS = 0.2
 OWN_RBAC = [
     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "metacontroller-own"},
      "rules": [{"apiGroups": ["metacontroller.k8s.io"], "resources": ["controllerrevisions"], "verbs": ["*"]},
+               {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch"]},
                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"]}]},
     {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "metacontroller-own"},
@@ -41,7 +42,6 @@ class MetacontrollerBinary:
     def __init__(self, plane: ControlPlane, path: Path) -> None:
         self.plane = plane
         self.path = path
-        self.errors: list[str] = []
         self.process: Process | None = None
 
     def start(self) -> None:
@@ -50,6 +50,14 @@ class MetacontrollerBinary:
                                                   "--health-probe-bind-address=0", "--zap-log-level=4"],
                                self.plane.workdir / "metacontroller.log", environment)
         self.plane.processes.append(self.process)
+
+    @property
+    def errors(self) -> list[str]:
+        """The error lines of its log (a failed sync, a refused write), as the simulator lists its failed syncs."""
+        if self.process is None or not self.process.log.exists():
+            return []
+        return [line for line in self.process.log.read_text(encoding="utf-8", errors="replace").splitlines()
+                if '"level":"error"' in line]
 
     def stop(self) -> None:
         if self.process is not None:

@@ -53,11 +53,19 @@ class Process:
         except OSError:
             return ""
 
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its state and connections but runs no more until ``resume``."""
+        os.killpg(self.popen.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.killpg(self.popen.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         """SIGTERM to its process group, SIGKILL if it is still there after ``STOP_SECONDS``."""
         if not self.running:
             return
         try:
+            os.killpg(self.popen.pid, signal.SIGCONT)
             os.killpg(self.popen.pid, signal.SIGTERM)
             self.popen.wait(timeout=STOP_SECONDS)
         except subprocess.TimeoutExpired:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
@@ -28,6 +29,7 @@ from tests.cluster.control_plane import ADMIN, METACONTROLLER, ControlPlane
 from tests.cluster.hook_proxy import HookProxy
 from tests.cluster.hook_server import HookServer
 from tests.cluster.kubelet import Kubelet
+from tests.cluster.processes import Process
 from tests.cluster.metacontroller_binary import OWN_RBAC, MetacontrollerBinary, binary
 from tests.cluster.model_files import write_model
 from tests.cluster.real_time import RealTimeMetacontroller, http_hook
@@ -86,32 +88,39 @@ class Tier:
         self.workdir.chmod(0o755)
         self.plane = ControlPlane(self.workdir)
         self.admin = None  # set by start
+        self.ome: Process | None = None
         self.hook: HookServer | None = None
         self.proxy: HookProxy | None = None
         self.kubelet: Kubelet | None = None
         self.metacontroller: Metacontroller | None = None
-        self.start_seconds = 0.0
+        self.timings: dict[str, float] = {}
+        """Seconds each stage of bringing the world up took (``start``, ``install``, ``metacontroller``)."""
         self.install_output: list[subprocess.CompletedProcess[str]] = []
 
     # --- the world before the hook -------------------------------------------------------------
 
     def start(self) -> None:
+        """Up to the point where a user would install the hook. The agent image's filesystem is a
+        folder any user can read: its config file, and the agent as its entrypoint."""
         started = time.monotonic()
         self.plane.start()
+        self.timings["control plane"] = self.plane.started_seconds
         self.admin = self.plane.client(ADMIN)
         ome_manager.install(self.plane)
-        ome_manager.start(self.plane)
+        self.ome = ome_manager.start(self.plane)
         self._install_metacontroller()
         self.hook = HookServer(self.workdir)
         self.proxy = HookProxy(self.hook.url)
         image_root = self.workdir / "image"
         image_root.mkdir(mode=0o755)
         (image_root / "ome-agent.yaml").write_text("{}\n", encoding="utf-8")
-        self.kubelet = Kubelet(self.plane, image_root, builds.OME.binary("ome-agent"))
+        agent = image_root / "ome-agent"
+        shutil.copy2(builds.OME.binary("ome-agent"), agent)
+        self.kubelet = Kubelet(self.plane, image_root, agent)
         self.kubelet.start()
         for path in (self.workdir, self.workdir / "certificates", self.workdir / "kubeconfigs"):
             path.chmod(0o755)
-        self.start_seconds = time.monotonic() - started
+        self.timings["start"] = time.monotonic() - started
 
     def _install_metacontroller(self) -> None:
         """Metacontroller's own install, as far as the hook meets it: its CRDs, its namespace
@@ -127,6 +136,7 @@ class Tier:
     def install(self) -> None:
         """docs/install.md's "Apply" commands, then its "Your own URL" overlay naming the proxy in front of the hook."""
         assert self.proxy is not None
+        started = time.monotonic()
         for command in install_commands():
             self.install_output.append(self.kubectl_as_user(command))
         overlay = self.workdir / "overlays" / "local-hook"
@@ -137,6 +147,7 @@ class Tier:
         text = text.replace("../../metacontroller", os.path.relpath(REPO / "metacontroller", overlay))
         (overlay / "kustomization.yaml").write_text(text, encoding="utf-8")
         self.install_output.append(self.kubectl_as_user(["kubectl", "apply", "-k", str(overlay)]))
+        self.timings["install"] = time.monotonic() - started
 
     def kubectl_as_user(self, command: list[str]) -> subprocess.CompletedProcess[str]:
         """A docs command as the cluster admin types it, from the checkout."""
@@ -149,15 +160,17 @@ class Tier:
 
     def start_metacontroller(self) -> None:
         assert self.proxy is not None
+        started = time.monotonic()
         path = binary()
         if path is not None:
             real = MetacontrollerBinary(self.plane, path)
             real.start()
             self.metacontroller = real
-            return
-        simulated = RealTimeMetacontroller(self.plane.client(METACONTROLLER))
-        simulated.start(http_hook(self.proxy.url))
-        self.metacontroller = simulated
+        else:
+            simulated = RealTimeMetacontroller(self.plane.client(METACONTROLLER))
+            simulated.start(http_hook(self.proxy.url))
+            self.metacontroller = simulated
+        self.timings["metacontroller"] = time.monotonic() - started
 
     # --- stopping ---------------------------------------------------------------------------------
 
@@ -218,9 +231,14 @@ class Tier:
         return self.admin.find(MODELS, PLURALS[kind], namespace, name)
 
     def wait(self, condition: Callable[[], bool], seconds: float, what: str) -> None:
-        assert self.metacontroller is not None
+        assert self.metacontroller is not None and self.kubelet is not None
         self.plane.check_running()
-        self.metacontroller.wait_until(condition, seconds, what)
+
+        def done() -> bool:
+            if self.kubelet.errors:
+                raise RuntimeError(f"the kubelet failed: {self.kubelet.errors}")
+            return condition()
+        self.metacontroller.wait_until(done, seconds, what)
 
     def objects(self, api_version: str, resource: str, namespace: str | None = None) -> list[Obj]:
         assert self.admin is not None

@@ -1,7 +1,8 @@
 """Each cluster-tier story told again in the simulator (``tests/lifecycle.py``'s world: the
 simulated Metacontroller, OME's reconcilers and stand-ins for Kubernetes' controllers, on a
 simulated clock), for the costs table that sets the two side by side. The steps and their
-spacing follow the real story; the simulated time is what the real one took, rounded up.
+spacing follow the real story, each from the model's creation; the simulated time is what
+the real one took, rounded up.
 """
 
 from __future__ import annotations
@@ -57,9 +58,11 @@ def agent_fails_then_config_fixed(kind: str) -> dict[str, int]:
 
 
 def pvc_to_hf_and_back(kind: str) -> dict[str, int]:
-    built = lifecycle.ready_world(kind)
+    built = lifecycle.world(kind)
 
     def story() -> None:
+        built.create_model()
+        built.sim.advance(60)
         built.set_uri(HF_URI)
         built.sim.advance(30)
         built.set_uri(built.uri())
@@ -68,10 +71,12 @@ def pvc_to_hf_and_back(kind: str) -> dict[str, int]:
 
 
 def deletion(kind: str) -> dict[str, int]:
-    built = lifecycle.ready_world(kind)
-    return _measure(built, built.delete_model, lambda: built.sim.advance(60))
+    built = lifecycle.world(kind)
+    return _measure(built, built.create_model, lambda: built.sim.advance(60), built.delete_model,
+                    lambda: built.sim.advance(60))
 
 
 def ome_crds_put_back(kind: str) -> dict[str, int]:
-    built = lifecycle.ready_world(kind)
-    return _measure(built, built.install_ome_crds, lambda: built.sim.advance(60))
+    built = lifecycle.world(kind)
+    return _measure(built, built.create_model, lambda: built.sim.advance(60), built.install_ome_crds,
+                    lambda: built.sim.advance(60))
