@@ -8,10 +8,9 @@ admission answers, the fence's among them.
 
 Reads are Metacontroller's informers' (listers'): every read answers from the watch caches,
 one per type, so a write that just happened elsewhere may not be in them yet (the label
-race of issue 20 happens through exactly that). One read is live in Metacontroller and
-cached here: the parent read again before a status write; a write that meets a Conflict
-through it is swallowed as Metacontroller swallows one, and the next event of the parent or
-of one of its children brings a new sync. Watch events are
+race of issue 20 happens through exactly that). The one live read of Metacontroller's, the
+parent read again right before a status write, is made by ``update_status`` itself (the
+simulator's composite reads that parent with ``find``). Watch events are
 gathered by a thread per type and handed to ``watchers`` one at a time by ``dispatch``,
 on the caller's thread, so the simulated controllers stay single-threaded.
 """
@@ -152,8 +151,19 @@ class ApiServerCluster:
         return self.client.update(obj, manager)
 
     def update_status(self, obj: Obj, manager: str = "", user: str = "") -> Obj:
+        """``updateParentStatus``'s fresh read and write: the parent is read live, nothing is
+        written when its status already is the one wanted, else the status goes with the live
+        resourceVersion."""
         self._check_user(user)
-        return self.client.update(obj, manager, subresource="status")
+        metadata = obj["metadata"]
+        live = self.client.get(obj["apiVersion"], _resource(obj["apiVersion"], obj["kind"]).resource,
+                               metadata.get("namespace"), metadata["name"])
+        if live["metadata"]["uid"] != metadata["uid"]:
+            raise ApiError(404, f"{obj['kind']} {metadata['name']} is another object now")
+        if live.get("status") == obj.get("status"):
+            return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], **live}
+        live["status"] = obj.get("status")
+        return self.client.update(live, manager, subresource="status")
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str, uid: str | None = None,
                user: str = "") -> None:

@@ -77,6 +77,9 @@ def test_an_agent_failure_shows_the_agents_own_error_and_the_retry_succeeds_once
     story.report("agent fails (broken config.json), then retried", twins.agent_fails_then_config_fixed(kind))
 
 
+@pytest.mark.xfail(not race.keeper_asks_for_a_resync(), strict=False,
+                   reason="issue 20, the other way: OME's status write, admitted once the URI is hf://, lands before the "
+                          "keeper's label removal, which meets a Conflict and is not retried; the model stays labelled")
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_model_moved_to_hf_is_handed_back_to_ome_and_taken_again_when_it_comes_back(tier: Tier, kind: str) -> None:
     story = Story(tier, kind, "move")
