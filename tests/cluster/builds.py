@@ -86,11 +86,12 @@ OME = Build(
 BUILDS = (ETCD, KUBERNETES, OME)
 
 
-def _go_environment(build: Build, workdir: Path) -> dict[str, str]:
+def _go_environment(build: Build, workdir: Path | None = None) -> dict[str, str]:
+    """The Go tool's environment for ``build``; with ``workdir``, cgo links the libraries built there."""
     environment = {**os.environ, "CGO_ENABLED": "1" if build.cgo else "0"}
     if build.unverified:
         environment["GONOSUMDB"] = ",".join(build.unverified)
-    if build.cgo:
+    if build.cgo and workdir is not None:
         environment["CGO_LDFLAGS"] = f"-L{workdir / 'lib'}"
     return environment
 
@@ -104,16 +105,16 @@ def _ldflags(build: Build) -> str:
     return " ".join(flags)
 
 
-def _module_directory(build: Build, environment: dict[str, str]) -> Path:
+def module_directory(build: Build) -> Path:
     """Where the Go tool unpacked the upstream module (downloading it if need be)."""
-    found = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", build.module], cwd=build.source, env=environment,
-                           check=True, capture_output=True, text=True, timeout=600)
+    found = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", build.module], cwd=build.source,
+                           env=_go_environment(build), check=True, capture_output=True, text=True, timeout=600)
     return Path(found.stdout.strip())
 
 
-def _xet_stand_in(build: Build, environment: dict[str, str], workdir: Path) -> None:
+def _xet_stand_in(build: Build, workdir: Path) -> None:
     """``libxet.a`` from ``ome/xet_unavailable.c``, compiled against the module's own header."""
-    header = _module_directory(build, environment) / "pkg" / "xet"
+    header = module_directory(build) / "pkg" / "xet"
     (workdir / "lib").mkdir()
     objects = workdir / "lib" / "xet_unavailable.o"
     subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", f"-I{header}", "-c",
@@ -133,7 +134,7 @@ def build(target: Build, log: Path | None = None) -> float:
         try:
             environment = _go_environment(target, workdir)
             if target.cgo:
-                _xet_stand_in(target, environment, workdir)
+                _xet_stand_in(target, workdir)
             output = open(log, "a", encoding="utf-8") if log else None
             try:
                 for name, package in target.binaries.items():

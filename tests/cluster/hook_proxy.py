@@ -43,7 +43,6 @@ class HookProxy:
         self.upstream = upstream
         self.calls: Counter[tuple[str, tuple[str, str, str] | None]] = Counter()
         self.holds: list[Hold] = []
-        self.held = 0
         self._lock = threading.Lock()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -72,8 +71,6 @@ class HookProxy:
                 deadline = time.monotonic() + HOLD_SECONDS
                 while not condition() and time.monotonic() < deadline:
                     time.sleep(0.05)
-                with self._lock:
-                    self.held += 1
         request = urllib.request.Request(self.upstream + path, data=data, method="POST",
                                          headers={"Content-Type": "application/json"})
         try:

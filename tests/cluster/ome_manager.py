@@ -13,7 +13,6 @@ build links a stand-in for that library (``ome/xet_unavailable.c``).
 from __future__ import annotations
 
 import os
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -31,10 +30,7 @@ HF_CLIENT_OFF = {"XET_DISABLE_GLOBAL_CLIENT": "1"}
 @lru_cache(maxsize=1)
 def module_directory() -> Path:
     """OME's module as the Go tool unpacked it for the build."""
-    environment = {**os.environ, "GONOSUMDB": ",".join(builds.OME.unverified)}
-    found = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", builds.OME.module], cwd=builds.OME.source,
-                           env=environment, check=True, capture_output=True, text=True, timeout=600)
-    return Path(found.stdout.strip())
+    return builds.module_directory(builds.OME)
 
 
 SCHEMALESS = ("inferenceservices", "servingruntimes", "clusterservingruntimes")
@@ -58,8 +54,7 @@ def install(plane: ControlPlane) -> None:
     """What OME's charts put in a cluster before its manager starts."""
     plane.kubectl("create", "--field-manager", "helm", *[f"--filename={path}" for path in crd_files()])
     plane.kubectl("wait", "--for", "condition=Established", "--timeout", "60s",
-                           *[f"crd/{yaml.safe_load(path.read_text(encoding='utf-8'))['metadata']['name']}"
-                             for path in crd_files()])
+                  *[f"crd/{yaml.safe_load(path.read_text(encoding='utf-8'))['metadata']['name']}" for path in crd_files()])
     role = yaml.safe_load((module_directory() / "config" / "rbac" / "role.yaml").read_text(encoding="utf-8"))
     objects = [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
@@ -71,8 +66,7 @@ def install(plane: ControlPlane) -> None:
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]},
          "subjects": [{"kind": "ServiceAccount", "name": "ome-controller-manager", "namespace": NAMESPACE}]},
     ]
-    plane.kubectl("apply", "--server-side", "--field-manager", "helm", "--filename=-",
-                           stdin=yaml.safe_dump_all(objects))
+    plane.kubectl("apply", "--server-side", "--field-manager", "helm", "--filename=-", stdin=yaml.safe_dump_all(objects))
 
 
 def start(plane: ControlPlane) -> Process:

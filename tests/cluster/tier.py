@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Callable, Protocol
 
 import yaml
 
@@ -33,7 +33,6 @@ from tests.cluster.processes import Process
 from tests.cluster.metacontroller_binary import OWN_RBAC, MetacontrollerBinary, binary
 from tests.cluster.model_files import write_model
 from tests.cluster.real_time import RealTimeMetacontroller, http_hook
-from tests.metacontroller.cluster import ApiError
 from tests.metacontroller.selection import Obj
 
 REPO = Path(__file__).resolve().parents[2]
@@ -255,15 +254,3 @@ def state(model: Obj | None) -> tuple[str, str]:
     ready = next((item for item in status.get("conditions") or [] if item.get("type") == "Ready"), {})
     return status.get("state", ""), ready.get("reason", "")
 
-
-def find(tier: Tier, kind: str, name: str, namespace: str | None) -> Callable[[], Obj | None]:
-    return lambda: tier.model(kind, name, namespace)
-
-
-def ignore_missing(call: Callable[[], Any]) -> Any:
-    try:
-        return call()
-    except ApiError as error:
-        if error.code != 404:
-            raise
-        return None
