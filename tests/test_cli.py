@@ -77,11 +77,14 @@ def post(url: str, data: bytes) -> tuple[int, dict]:
 
 
 def test_readme_starts_with_the_serve_and_test_commands() -> None:
+    """Serve, the fast suite, the cluster tier; CI runs both test commands as written."""
     blocks = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     assert "basemodel-hook serve" in blocks[0] and "pip install" in blocks[0]
     assert "pytest" in blocks[1] and "pip install" in blocks[1]
-    assert blocks[1] in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert blocks[2] == ".venv/bin/python -m pytest -m cluster"
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert blocks[1] in ci and blocks[2] in ci
 
 
 def test_docs_have_a_curl_example_for_each_main_case() -> None:
