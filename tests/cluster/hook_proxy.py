@@ -43,6 +43,7 @@ class HookProxy:
         self.upstream = upstream
         self.calls: Counter[tuple[str, tuple[str, str, str] | None]] = Counter()
         self.holds: list[Hold] = []
+        self.errors: list[str] = []
         self._lock = threading.Lock()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -85,7 +86,11 @@ class HookProxy:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
                 data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, answer = proxy._forward(self.path, data)
+                try:
+                    status, answer = proxy._forward(self.path, data)
+                except Exception as error:  # noqa: BLE001 - a test's hold that fails must fail the test, not the thread
+                    proxy.errors.append(f"{self.path}: {type(error).__name__}: {error}")
+                    status, answer = 502, json.dumps({"error": str(error)}).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(answer)))

@@ -119,7 +119,7 @@ def test_the_label_race_with_omes_manager_ends_labelled_and_ready(tier: Tier, ki
     Ready all the same."""
     story = Story(tier, kind, "race")
     story.storage()
-    finalized = lambda: race.race.OME_FINALIZERS[kind] in ((story.model() or {}).get("metadata", {}).get("finalizers") or [])  # noqa: E731
+    finalized = lambda: race.OME_FINALIZERS[kind] in ((story.model() or {}).get("metadata", {}).get("finalizers") or [])  # noqa: E731
     with race.played(tier, kind, story.name, finalized) as happened:
         story.create(as_sample=True)
         tier.wait(lambda: bool(happened), STEP_SECONDS, "the keeper's call about the new model")
