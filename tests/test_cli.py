@@ -77,6 +77,7 @@ def post(url: str, data: bytes) -> tuple[int, dict]:
 
 
 def test_readme_starts_with_the_serve_and_test_commands() -> None:
+    """Serve and the fast suite; the tiers come after the first screen."""
     blocks = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)
     assert len(blocks) == 2
     assert "basemodel-hook serve" in blocks[0] and "pip install" in blocks[0]

@@ -1,0 +1,173 @@
+"""The cluster tier's binaries, built from published Go modules into a cache outside the checkout.
+
+Each build is a small Go module under ``tests/cluster/<name>/`` that pins one upstream
+release; its binaries land in ``~/.cache/ome-basemodel-hook/<name>-<version>/`` (or under
+``$XDG_CACHE_HOME``), keyed by the version its ``go.mod`` requires, so a later run on the
+same machine (a developer's or ``.ci/run``'s) reuses them and a version bump builds anew.
+A build goes to a temporary folder renamed into place when complete, under a file lock,
+so an interrupted or concurrent build never leaves half a cache.
+
+``python -m tests.cluster.builds`` builds whatever is missing and prints what each build
+cost; the tier's fixtures do the same before they start anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ome-basemodel-hook"
+BUILD_TIMEOUT_SECONDS = 3 * 3600
+STAMP = "built"
+"""Written last into a complete build: the seconds it took, which docs/development.md quotes."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """One module's binaries: ``binaries`` maps a binary's name to its Go package."""
+
+    name: str
+    module: str
+    binaries: dict[str, str]
+    cgo: bool = False
+    unverified: tuple[str, ...] = ()
+    """Modules the checksum database does not answer for here; the committed go.sum pins them."""
+    version_ldflags: tuple[str, ...] = field(default=())
+
+    @property
+    def source(self) -> Path:
+        return HERE / self.name
+
+    @property
+    def version(self) -> str:
+        """The version of ``module`` that the build's go.mod requires."""
+        text = (self.source / "go.mod").read_text(encoding="utf-8")
+        found = re.search(rf"^(?:require )?\s*{re.escape(self.module)} (v\S+)", text, re.M)
+        if found is None:
+            raise RuntimeError(f"{self.source / 'go.mod'} requires no version of {self.module}")
+        return found.group(1)
+
+    @property
+    def directory(self) -> Path:
+        return CACHE / f"{self.name}-{self.version}"
+
+    def binary(self, name: str) -> Path:
+        return self.directory / name
+
+    def is_built(self) -> bool:
+        return (self.directory / STAMP).is_file()
+
+
+KUBERNETES = Build(
+    name="kubernetes",
+    module="k8s.io/kubernetes",
+    binaries={name: f"k8s.io/kubernetes/cmd/{name}" for name in ("kube-apiserver", "kube-controller-manager", "kubectl")},
+    # What Kubernetes' own build stamps (hack/lib/version.sh), so `kubectl version` and
+    # discovery report the release rather than v0.0.0-master.
+    version_ldflags=("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"),
+)
+ETCD = Build(name="etcd", module="go.etcd.io/etcd/server/v3", binaries={"etcd": "go.etcd.io/etcd/server/v3"})
+OME = Build(
+    name="ome",
+    module="github.com/sgl-project/ome",
+    binaries={"manager": "github.com/sgl-project/ome/cmd/manager", "ome-agent": "github.com/sgl-project/ome/cmd/ome-agent"},
+    cgo=True,
+    unverified=("github.com/sgl-project/ome", "sigs.k8s.io/kueue", "sigs.k8s.io/scheduler-plugins"),
+)
+BUILDS = (ETCD, KUBERNETES, OME)
+
+
+def _go_environment(build: Build, workdir: Path | None = None) -> dict[str, str]:
+    """The Go tool's environment for ``build``; with ``workdir``, cgo links the libraries built there."""
+    environment = {**os.environ, "CGO_ENABLED": "1" if build.cgo else "0"}
+    if build.unverified:
+        environment["GONOSUMDB"] = ",".join(build.unverified)
+    if build.cgo and workdir is not None:
+        environment["CGO_LDFLAGS"] = f"-L{workdir / 'lib'}"
+    return environment
+
+
+def _ldflags(build: Build) -> str:
+    flags = ["-s", "-w"]
+    major, minor = build.version.lstrip("v").split(".")[:2]
+    for package in build.version_ldflags:
+        flags += [f"-X {package}.gitVersion={build.version}", f"-X {package}.gitMajor={major}",
+                  f"-X {package}.gitMinor={minor}"]
+    return " ".join(flags)
+
+
+def module_directory(build: Build) -> Path:
+    """Where the Go tool unpacked the upstream module (downloading it if need be)."""
+    found = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", build.module], cwd=build.source,
+                           env=_go_environment(build), check=True, capture_output=True, text=True, timeout=600)
+    return Path(found.stdout.strip())
+
+
+def _xet_stand_in(build: Build, workdir: Path) -> None:
+    """``libxet.a`` from ``ome/xet_unavailable.c``, compiled against the module's own header."""
+    header = module_directory(build) / "pkg" / "xet"
+    (workdir / "lib").mkdir()
+    objects = workdir / "lib" / "xet_unavailable.o"
+    subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", f"-I{header}", "-c",
+                    str(build.source / "xet_unavailable.c"), "-o", str(objects)], check=True, timeout=120)
+    subprocess.run(["ar", "rcs", str(workdir / "lib" / "libxet.a"), str(objects)], check=True, timeout=60)
+
+
+def build(target: Build, log: Path | None = None) -> float:
+    """Build ``target``'s binaries unless they are cached; the seconds it took (0 when cached)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"{target.name}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_built():
+            return 0.0
+        started = time.monotonic()
+        workdir = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=CACHE))
+        try:
+            environment = _go_environment(target, workdir)
+            if target.cgo:
+                _xet_stand_in(target, workdir)
+            output = open(log, "a", encoding="utf-8") if log else None
+            try:
+                for name, package in target.binaries.items():
+                    subprocess.run(["go", "build", "-trimpath", "-tags", "providerless", "-ldflags", _ldflags(target),
+                                    "-o", str(workdir / name), package],
+                                   cwd=target.source, env=environment, check=True, timeout=BUILD_TIMEOUT_SECONDS,
+                                   stdout=output, stderr=subprocess.STDOUT if output else None)
+            finally:
+                if output:
+                    output.close()
+            seconds = time.monotonic() - started
+            (workdir / STAMP).write_text(f"{seconds:.0f}\n", encoding="utf-8")
+            shutil.rmtree(target.directory, ignore_errors=True)
+            workdir.rename(target.directory)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        return seconds
+
+
+def build_all(log: Path | None = None) -> dict[str, float]:
+    """Every build, in the order the control plane needs them; seconds spent on each."""
+    return {target.name: build(target, log) for target in BUILDS}
+
+
+def main() -> int:
+    for target in BUILDS:
+        cached = target.is_built()
+        seconds = build(target)
+        recorded = (target.directory / STAMP).read_text(encoding="utf-8").strip()
+        state = "cached" if cached else f"built in {seconds:.0f} s"
+        sys.stdout.write(f"{target.name} {target.version}: {state} (cold build took {recorded} s) in {target.directory}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,193 @@
+"""The scheduler and one node's kubelet, played for the metadata Jobs' pods.
+
+There is no container runtime here, so the kubelet's part is played as far as the hook can
+observe it, with the real agent binary and the real credentials:
+
+- the scheduler binds every unscheduled pod to the one node (``pods/binding``, as
+  ``system:kube-scheduler``);
+- the kubelet (``system:node:<node>``, authorized by the Node authorizer as a real one is)
+  finds the pod's PersistentVolumeClaim, its bound PersistentVolume and that volume's
+  host path; a pod whose claim is not bound waits, as ContainerCreating does;
+- it reports the container running, asks the TokenRequest API for a token of the pod's
+  ServiceAccount bound to the pod, and runs the container's command (the agent image's
+  entrypoint is the agent) with the container's own arguments and environment, as the
+  pod's ``runAsUser``/``runAsGroup``, with ``KUBECONFIG`` naming that token, so the Job's
+  Role is what grants or refuses the agent's requests. Container paths are the one thing
+  translated: the volume's mount path (with its ``subPath``) to the volume's host
+  directory, and a file of the image (``/ome-agent.yaml``) to the same path under
+  ``image_root``;
+- it keeps the container's log, both streams in the order written, as the container runtime
+  does (``pods/<namespace>_<pod>.log`` in the tier's folder), and writes the outcome as the
+  kubelet does: phase, the container's exit code and reason,
+  and for ``FallbackToLogsOnError`` a failed container's last log lines as its
+  termination message (the last 80 lines, at most 2048 bytes); the real Job controller
+  takes it from there.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from tests.cluster.api import Client
+from tests.cluster.control_plane import KUBELET, NODE, SCHEDULER, ControlPlane
+from tests.cluster.ome_manager import HF_CLIENT_OFF
+from tests.metacontroller.cluster import ApiError
+from tests.metacontroller.selection import Obj
+
+POLL_SECONDS = 0.25
+AGENT_TIMEOUT_SECONDS = 60.0
+MESSAGE_LINES = 80
+MESSAGE_BYTES = 2048
+"""``kubelet``'s limits on a termination message taken from the logs."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One container the kubelet ran: which pod, as whom, and what came of it."""
+
+    namespace: str
+    pod: str
+    arguments: tuple[str, ...]
+    user: int
+    exit_code: int
+    output: str
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def termination_message(output: str) -> str:
+    """The kubelet's ``FallbackToLogsOnError`` message: the log's tail, by lines then by bytes."""
+    tail = "\n".join(output.splitlines()[-MESSAGE_LINES:]) + "\n"
+    encoded = tail.encode()
+    return encoded[-MESSAGE_BYTES:].decode(errors="replace")
+
+
+def _pods(client: Client, field_selector: str) -> list[Obj]:
+    items: list[Obj] = client.request("GET", "/api/v1/pods", query={"fieldSelector": field_selector})["items"]
+    return items
+
+
+class Kubelet:
+    """Serves every pod of the cluster on ``NODE`` from a thread of its own, until ``stop``."""
+
+    def __init__(self, plane: ControlPlane, image_root: Path, agent: Path) -> None:
+        self.plane = plane
+        self.image_root = image_root
+        self.agent = agent
+        self.scheduler: Client = plane.client(SCHEDULER)
+        self.node: Client = plane.client(KUBELET)
+        self.runs: list[Run] = []
+        self.logs = plane.workdir / "pods"
+        self.logs.mkdir(exist_ok=True)
+        self.errors: list[str] = []
+        self._seen: set[str] = set()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="kubelet", daemon=True)
+
+    def start(self) -> None:
+        self.node.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                                    "metadata": {"name": NODE, "labels": {"kubernetes.io/hostname": NODE}}})
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=AGENT_TIMEOUT_SECONDS + 5)
+
+    def _serve(self) -> None:
+        while not self._stopped.wait(POLL_SECONDS):
+            try:
+                self._schedule()
+                for pod in _pods(self.node, f"spec.nodeName={NODE}"):
+                    if pod["metadata"]["uid"] not in self._seen and pod.get("status", {}).get("phase", "Pending") == "Pending" \
+                            and not pod["metadata"].get("deletionTimestamp"):
+                        self._run(pod)
+            except (OSError, ApiError) as error:
+                self.errors.append(f"{type(error).__name__}: {error}")
+
+    def _schedule(self) -> None:
+        for pod in _pods(self.scheduler, "spec.nodeName="):
+            metadata = pod["metadata"]
+            self.scheduler.request("POST", f"/api/v1/namespaces/{metadata['namespace']}/pods/{metadata['name']}/binding",
+                                   {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": metadata["name"]},
+                                    "target": {"apiVersion": "v1", "kind": "Node", "name": NODE}})
+
+    # --- one pod -----------------------------------------------------------------------------
+
+    def _run(self, pod: Obj) -> None:
+        metadata, spec = pod["metadata"], pod["spec"]
+        volumes = self._volumes(metadata["namespace"], spec)
+        if volumes is None:
+            return
+        self._seen.add(metadata["uid"])
+        container = spec["containers"][0]
+        started = _now()
+        self._status(pod, "Running", {"running": {"startedAt": started}}, started, ready=True)
+        token = self.node.request(
+            "POST", f"/api/v1/namespaces/{metadata['namespace']}/serviceaccounts/{spec.get('serviceAccountName', 'default')}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+             "spec": {"expirationSeconds": 3600, "boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
+                                                                    "name": metadata["name"], "uid": metadata["uid"]}}},
+        )["status"]["token"]
+        kubeconfig = self.plane.kubeconfig(KUBELET, token=token, name=f"pod-{metadata['uid']}")
+        mounts = {mount["mountPath"]: volumes[mount["name"]] / mount.get("subPath", "")
+                  for mount in container.get("volumeMounts") or [] if mount["name"] in volumes}
+        arguments = [self._host_path(argument, mounts) for argument in container.get("args") or []]
+        command = [str(self.agent)] if not container.get("command") else [self._host_path(item, mounts) for item in container["command"]]
+        security = {**(spec.get("securityContext") or {}), **(container.get("securityContext") or {})}
+        user, group = int(security.get("runAsUser", 0)), int(security.get("runAsGroup", 0))
+        environment = {**{item["name"]: item["value"] for item in container.get("env") or [] if "value" in item},
+                       **HF_CLIENT_OFF, "KUBECONFIG": str(kubeconfig), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        try:
+            done = subprocess.run([*command, *arguments], env=environment, user=user, group=group, extra_groups=[],
+                                  cwd="/", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=AGENT_TIMEOUT_SECONDS)
+            exit_code, output = done.returncode, done.stdout
+        except subprocess.TimeoutExpired as timeout:
+            exit_code, output = 137, str(timeout.stdout or "")
+        (self.logs / f"{metadata['namespace']}_{metadata['name']}.log").write_text(output, encoding="utf-8")
+        self.runs.append(Run(metadata["namespace"], metadata["name"], tuple(container.get("args") or []), user, exit_code, output))
+        terminated: dict[str, Any] = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
+                                      "startedAt": started, "finishedAt": _now()}
+        if exit_code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+            terminated["message"] = termination_message(output)
+        self._status(pod, "Succeeded" if exit_code == 0 else "Failed", {"terminated": terminated}, started, ready=False)
+
+    def _volumes(self, namespace: str, spec: Obj) -> dict[str, Path] | None:
+        """Each PVC volume's host directory, or None while a claim is not bound to a host-path volume."""
+        found: dict[str, Path] = {}
+        for volume in spec.get("volumes") or []:
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim is None:
+                continue
+            pvc = self.node.request("GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}")
+            if (pvc.get("status") or {}).get("phase") != "Bound":
+                return None
+            pv = self.node.request("GET", f"/api/v1/persistentvolumes/{pvc['spec']['volumeName']}")
+            found[volume["name"]] = Path(pv["spec"]["hostPath"]["path"])
+        return found
+
+    def _host_path(self, argument: str, mounts: dict[str, Path]) -> str:
+        """A container path as the host sees it: under a volume's mount, or a file of the image."""
+        for mount_path, host in sorted(mounts.items(), key=lambda item: -len(item[0])):
+            if argument == mount_path or argument.startswith(mount_path.rstrip("/") + "/"):
+                return str(host / argument[len(mount_path):].lstrip("/"))
+        if argument.startswith("/") and (self.image_root / argument.lstrip("/")).exists():
+            return str(self.image_root / argument.lstrip("/"))
+        return argument
+
+    def _status(self, pod: Obj, phase: str, state: dict[str, Any], started: str, ready: bool) -> None:
+        container = pod["spec"]["containers"][0]
+        status = {"phase": phase, "startTime": started, "hostIP": "127.0.0.1", "containerStatuses": [{
+            "name": container["name"], "image": container["image"], "imageID": "", "ready": ready, "restartCount": 0,
+            "started": "running" in state, "state": state}]}
+        metadata = pod["metadata"]
+        self.node.request("PATCH", f"/api/v1/namespaces/{metadata['namespace']}/pods/{metadata['name']}/status",
+                          {"status": status}, content_type="application/merge-patch+json")

@@ -1,0 +1,59 @@
+"""The cluster tier's own parts that need no cluster, in the fast suite: what its builds pin, what
+the kubelet it plays reports, the model files the agent reads, the commands it takes from the docs."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import builds, model_files
+from tests.cluster.kubelet import MESSAGE_BYTES, MESSAGE_LINES, termination_message
+from tests.cluster.tier import REPO, install_commands, sample_commands
+
+
+def test_every_kubernetes_staging_module_is_pinned_to_the_release_of_kubernetes_itself() -> None:
+    go_mod = (builds.KUBERNETES.source / "go.mod").read_text(encoding="utf-8")
+    major, minor, patch = builds.KUBERNETES.version.lstrip("v").split(".")
+    pinned = re.findall(r"^\t(k8s\.io/\S+) => (k8s\.io/\S+) (v\S+)$", go_mod, re.M)
+    assert len(pinned) >= 30
+    assert {(source == target, version) for source, target, version in pinned} == {(True, f"v0.{minor}.{patch}")}
+
+
+def test_each_build_is_cached_by_the_version_its_module_requires() -> None:
+    assert [target.directory.name for target in builds.BUILDS] == ["etcd-v3.6.16", "kubernetes-v1.35.4", "ome-v0.1.5"]
+    assert all(not target.directory.is_relative_to(REPO) for target in builds.BUILDS)
+
+
+def test_a_failed_containers_message_is_the_tail_of_its_log_as_the_kubelet_cuts_it() -> None:
+    log = "".join(f"line {number}\n" for number in range(200))
+    message = termination_message(log)
+    assert message.splitlines()[-1] == "line 199" and len(message.splitlines()) == MESSAGE_LINES
+    long = "x" * 5000 + "\nthe cause\n"
+    assert termination_message(long).endswith("the cause\n") and len(termination_message(long).encode()) == MESSAGE_BYTES
+
+
+def test_the_model_files_declare_llama_31_8b_exactly_in_their_shards_headers(tmp_path: Path) -> None:
+    model_files.write_model(tmp_path)
+    index = json.loads((tmp_path / "model.safetensors.index.json").read_text(encoding="utf-8"))
+    total = 0
+    for shard in set(index["weight_map"].values()):
+        data = (tmp_path / shard).read_bytes()
+        (length,) = struct.unpack("<Q", data[:8])
+        header = json.loads(data[8:8 + length])
+        total += sum(math.prod(tensor["shape"]) for name, tensor in header.items() if name != "__metadata__")
+    assert total == model_files.PARAMETERS
+    assert json.loads((tmp_path / "config.json").read_text(encoding="utf-8"))["model_type"] == "llama"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(model_files.BROKEN_CONFIG)
+
+
+def test_the_docs_apply_commands_name_the_checkouts_layers_then_its_samples() -> None:
+    assert [command[-1] for command in install_commands()] == ["metacontroller/crds/", "metacontroller/"]
+    assert [command[-1] for command in sample_commands()] == ["metacontroller/samples/basemodel-pvc.yaml",
+                                                             "metacontroller/samples/clusterbasemodel-pvc.yaml"]
+    assert all((REPO / command[-1]).exists() for command in install_commands() + sample_commands())

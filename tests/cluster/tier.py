@@ -1,0 +1,296 @@
+"""The whole cluster tier's world: the control plane, OME, the hook, the kubelet, Metacontroller,
+and what a user does in it (``kubectl`` as the cluster admin).
+
+``start`` brings up everything OME's users already run (the control plane, OME's CRDs and
+manager, Metacontroller's own install) plus the hook's server and the kubelet; ``install``
+then installs the hook exactly as docs/install.md says, running the commands of its
+"Apply" section and, since the hook runs here as a local process rather than behind its
+Service, the page's own "Your own URL" overlay pointed at it. Metacontroller starts after
+the install, as the simulator running in real time or, with ``METACONTROLLER_BIN``, the
+binary it names.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Protocol
+
+import yaml
+
+from tests.cluster import builds, ome_manager
+from tests.cluster.control_plane import ADMIN, METACONTROLLER, ControlPlane
+from tests.cluster.hook_proxy import HookProxy
+from tests.cluster.hook_server import HookServer
+from tests.cluster.kubelet import Kubelet
+from tests.cluster.processes import Process
+from tests.cluster.metacontroller_binary import OWN_RBAC, MetacontrollerBinary, binary
+from tests.cluster.model_files import write_model
+from tests.cluster.real_time import RealTimeMetacontroller, http_hook
+from tests.helm import helm
+from tests.metacontroller.selection import Obj
+
+REPO = Path(__file__).resolve().parents[2]
+INSTALL_DOC = REPO / "docs" / "install.md"
+SHARED_CRDS = REPO.parent / "shared" / "reference" / "crds"
+METACONTROLLER_CRDS = ("metacontroller.k8s.io_compositecontrollers.yaml", "metacontroller.k8s.io_decoratorcontrollers.yaml",
+                       "metacontroller.k8s.io_controllerrevisions.yaml")
+DOCS_URL = "https://basemodel-hook.example.com"
+MODELS = "ome.io/v1beta1"
+SAMPLES_PARAGRAPH = "To try a model"
+CHART = "ome-basemodel-hook"
+PLURALS = {"BaseModel": "basemodels", "ClusterBaseModel": "clusterbasemodels"}
+
+
+class Metacontroller(Protocol):
+    errors: list[str]
+
+    def stop(self) -> None: ...
+
+    def wait_until(self, condition: Callable[[], bool], seconds: float, what: str) -> None: ...
+
+    def run_for(self, seconds: float) -> None: ...
+
+
+def section(page: Path, heading: str) -> str:
+    """A section of a page, from its heading to the next heading of the same level."""
+    text = page.read_text(encoding="utf-8")
+    level = heading.split(" ")[0]
+    start = text.index(f"\n{heading}\n")
+    end = text.find(f"\n{level} ", start + len(heading) + 2)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def apply_commands(text: str) -> list[list[str]]:
+    """The ``kubectl apply`` commands of the shell blocks in ``text``, split as a shell would."""
+    return [shlex.split(line) for block in re.findall(r"```sh\n(.*?)```", text, re.S)
+            for line in block.splitlines() if line.startswith("kubectl apply")]
+
+
+def install_commands() -> list[list[str]]:
+    """docs/install.md's "Apply": the hook's two layers."""
+    return apply_commands(section(INSTALL_DOC, "## Apply").split(SAMPLES_PARAGRAPH, 1)[0])
+
+
+def helm_commands() -> list[list[str]]:
+    """docs/install.md's "Helm": the CRDs from the pulled chart, then ``helm install``."""
+    return [shlex.split(line) for block in re.findall(r"```sh\n(.*?)```", section(INSTALL_DOC, "## Helm"), re.S)
+            for line in block.splitlines() if line.startswith(("kubectl apply", "helm install"))]
+
+
+def local_chart(command: list[str]) -> list[str]:
+    """``command`` with the pulled chart's folder (``./ome-basemodel-hook``, and paths in it)
+    replaced by the checkout's ``charts/ome-basemodel-hook``; the release's name stays."""
+    pulled = [f"./{CHART}", f"{CHART}/"]
+    return [str(REPO / "charts" / CHART) + "/" + part.removeprefix("./").removeprefix(CHART).lstrip("/")
+            if part.startswith(tuple(pulled)) else part for part in command]
+
+
+def sample_commands() -> list[list[str]]:
+    """docs/install.md's "Apply", after the install: the samples."""
+    return apply_commands(section(INSTALL_DOC, "## Apply").split(SAMPLES_PARAGRAPH, 1)[1])
+
+
+class Tier:
+    def __init__(self) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="ome-basemodel-hook-cluster-"))
+        self.workdir.chmod(0o755)
+        self.plane = ControlPlane(self.workdir)
+        self.admin = None  # set by start
+        self.ome: Process | None = None
+        self.hook: HookServer | None = None
+        self.proxy: HookProxy | None = None
+        self.kubelet: Kubelet | None = None
+        self.metacontroller: Metacontroller | None = None
+        self.timings: dict[str, float] = {}
+        """Seconds each stage of bringing the world up took (``start``, ``install``, ``metacontroller``)."""
+        self.install_output: list[subprocess.CompletedProcess[str]] = []
+
+    # --- the world before the hook -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Up to the point where a user would install the hook. The agent image's filesystem is a
+        folder any user can read: its config file, and the agent as its entrypoint."""
+        started = time.monotonic()
+        self.plane.start()
+        self.timings["control plane"] = self.plane.started_seconds
+        self.admin = self.plane.client(ADMIN)
+        ome_manager.install(self.plane)
+        self.ome = ome_manager.start(self.plane)
+        self._install_metacontroller()
+        self.hook = HookServer(self.workdir)
+        self.proxy = HookProxy(self.hook.url)
+        image_root = self.workdir / "image"
+        image_root.mkdir(mode=0o755)
+        (image_root / "ome-agent.yaml").write_text("{}\n", encoding="utf-8")
+        agent = image_root / "ome-agent"
+        shutil.copy2(builds.OME.binary("ome-agent"), agent)
+        self.kubelet = Kubelet(self.plane, image_root, agent)
+        self.kubelet.start()
+        for path in (self.workdir, self.workdir / "certificates", self.workdir / "kubeconfigs"):
+            path.chmod(0o755)
+        self.timings["start"] = time.monotonic() - started
+
+    def _install_metacontroller(self) -> None:
+        """Metacontroller's own install, as far as the hook meets it: its CRDs, its namespace
+        and ServiceAccount (the fence's owner), and the RBAC it grants itself for its own objects."""
+        self.plane.kubectl("apply", "--server-side", *[f"--filename={SHARED_CRDS / name}" for name in METACONTROLLER_CRDS])
+        objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "metacontroller"}},
+                   {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "metacontroller", "namespace": "metacontroller"}},
+                   *OWN_RBAC]
+        self.plane.kubectl("apply", "--server-side", "--filename=-", stdin=yaml.safe_dump_all(objects))
+
+    # --- the install, as the docs say ---------------------------------------------------------
+
+    def install(self) -> None:
+        """docs/install.md's "Apply" commands, then its "Your own URL" overlay naming the proxy in front of the hook."""
+        assert self.proxy is not None
+        started = time.monotonic()
+        for command in install_commands():
+            self.install_output.append(self.kubectl_as_user(command))
+        overlay = self.workdir / "overlays" / "local-hook"
+        overlay.mkdir(parents=True)
+        own_url = re.search(r"\*\*Your own URL\.\*\*.*?```yaml\n(.*?)```", INSTALL_DOC.read_text(encoding="utf-8"), re.S)
+        assert own_url is not None, "docs/install.md has no 'Your own URL' overlay"
+        text = own_url.group(1).replace(DOCS_URL, self.proxy.url)
+        text = text.replace("../../metacontroller", os.path.relpath(REPO / "metacontroller", overlay))
+        (overlay / "kustomization.yaml").write_text(text, encoding="utf-8")
+        self.install_output.append(self.kubectl_as_user(["kubectl", "apply", "-k", str(overlay)]))
+        self.timings["install"] = time.monotonic() - started
+
+    def install_with_helm(self) -> None:
+        """docs/install.md's "Helm" commands, the chart taken from the checkout rather than
+        pulled (the folder ``helm pull --untar`` makes holds the same files), and the hook's
+        URL as the page's ``webhook.url`` value names it: the proxy in front of the hook."""
+        assert self.proxy is not None
+        started = time.monotonic()
+        for command in map(local_chart, helm_commands()):
+            if command[0] == "kubectl":
+                self.install_output.append(self.kubectl_as_user(command))
+            else:
+                self.install_output.append(self.helm_as_user([*command, "--set", f"webhook.url={self.proxy.url}"]))
+        self.timings["install"] = time.monotonic() - started
+
+    def helm_as_user(self, command: list[str]) -> subprocess.CompletedProcess[str]:
+        """A docs ``helm`` command as the cluster admin types it, from the checkout."""
+        assert command[0] == "helm"
+        result = subprocess.run([str(helm()), "--kubeconfig", str(self.plane.kubeconfig(ADMIN)), *command[1:]],
+                                cwd=REPO, capture_output=True, text=True, timeout=180)
+        if result.returncode != 0:
+            raise RuntimeError(f"{shlex.join(command)} failed: {result.stderr}")
+        return result
+
+    def kubectl_as_user(self, command: list[str]) -> subprocess.CompletedProcess[str]:
+        """A docs command as the cluster admin types it, from the checkout."""
+        assert command[0] == "kubectl"
+        result = subprocess.run([str(builds.KUBERNETES.binary("kubectl")), "--kubeconfig", str(self.plane.kubeconfig(ADMIN)),
+                                 *command[1:]], cwd=REPO, capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            raise RuntimeError(f"{shlex.join(command)} failed: {result.stderr}")
+        return result
+
+    def start_metacontroller(self) -> None:
+        assert self.proxy is not None
+        started = time.monotonic()
+        path = binary()
+        if path is not None:
+            real = MetacontrollerBinary(self.plane, path)
+            real.start()
+            self.metacontroller = real
+        else:
+            simulated = RealTimeMetacontroller(self.plane.client(METACONTROLLER))
+            simulated.start(http_hook(self.proxy.url))
+            self.metacontroller = simulated
+        self.timings["metacontroller"] = time.monotonic() - started
+
+    # --- stopping ---------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Everything this tier started, each by its own handle, in reverse order."""
+        if self.metacontroller is not None:
+            self.metacontroller.stop()
+        if self.kubelet is not None:
+            self.kubelet.stop()
+        if self.proxy is not None:
+            self.proxy.stop()
+        if self.hook is not None:
+            self.hook.stop()
+        self.plane.stop()
+
+    # --- what a user does -------------------------------------------------------------------------
+
+    def apply(self, *objects: Obj) -> None:
+        self.plane.kubectl("apply", "--filename=-", stdin=yaml.safe_dump_all(list(objects)))
+
+    def delete(self, kind: str, name: str, namespace: str | None = None, wait: bool = False) -> None:
+        self.plane.kubectl("delete", kind, name, *(["--namespace", namespace] if namespace else []), f"--wait={str(wait).lower()}")
+
+    def storage(self, namespace: str, claim: str, sub_path: str, config: str | None = None, bound: bool = True) -> Path:
+        """A PersistentVolume on a host directory holding a model under ``sub_path``, and the claim
+        ``claim`` in ``namespace`` on it, which the real volume binder binds; with ``bound=False``
+        the claim names a volume that does not exist yet, so it stays Pending until ``add_volume``."""
+        directory = self.workdir / "volumes" / f"{namespace}-{claim}"
+        write_model(directory / sub_path, config)
+        for path in [directory, *(directory / sub_path).parents]:
+            if path.is_relative_to(self.workdir):
+                path.chmod(0o755)
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                   {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": namespace},
+                    "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "", "volumeName": volume_name(namespace, claim),
+                             "resources": {"requests": {"storage": "1Gi"}}}})
+        if bound:
+            self.add_volume(namespace, claim)
+        return directory
+
+    def add_volume(self, namespace: str, claim: str) -> None:
+        directory = self.workdir / "volumes" / f"{namespace}-{claim}"
+        self.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume_name(namespace, claim)},
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"], "storageClassName": "",
+                             "persistentVolumeReclaimPolicy": "Retain",
+                             "claimRef": {"namespace": namespace, "name": claim},
+                             "hostPath": {"path": str(directory), "type": "Directory"}}})
+
+    def lose_volume(self, namespace: str, claim: str) -> None:
+        """The volume under a bound claim goes for good (its protection finalizer removed by hand), so
+        the volume binder marks the claim Lost."""
+        name = volume_name(namespace, claim)
+        self.plane.kubectl("delete", "persistentvolume", name, "--wait=false")
+        self.plane.kubectl("patch", "persistentvolume", name, "--type=merge", "--patch", '{"metadata":{"finalizers":null}}')
+
+    def model(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
+        assert self.admin is not None
+        return self.admin.find(MODELS, PLURALS[kind], namespace, name)
+
+    def wait(self, condition: Callable[[], bool], seconds: float, what: str) -> None:
+        assert self.metacontroller is not None and self.kubelet is not None
+        self.plane.check_running()
+
+        def done() -> bool:
+            if self.kubelet.errors:
+                raise RuntimeError(f"the kubelet failed: {self.kubelet.errors}")
+            if self.proxy is not None and self.proxy.errors:
+                raise RuntimeError(f"the hook proxy failed: {self.proxy.errors}")
+            return condition()
+        self.metacontroller.wait_until(done, seconds, what)
+
+    def objects(self, api_version: str, resource: str, namespace: str | None = None) -> list[Obj]:
+        assert self.admin is not None
+        return self.admin.list(api_version, resource, namespace)[0]
+
+
+def volume_name(namespace: str, claim: str) -> str:
+    return f"{namespace}-{claim}"
+
+
+def state(model: Obj | None) -> tuple[str, str]:
+    """A model's ``status.state`` and its Ready condition's reason (empty when absent)."""
+    status = (model or {}).get("status") or {}
+    ready = next((item for item in status.get("conditions") or [] if item.get("type") == "Ready"), {})
+    return status.get("state", ""), ready.get("reason", "")
+
