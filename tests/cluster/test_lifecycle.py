@@ -6,6 +6,8 @@ simulator's (``twins``); the session prints them as one table.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.cluster import ome_manager, race, twins
@@ -32,12 +34,17 @@ def test_a_model_goes_to_ready_with_the_metadata_the_real_agent_wrote(tier: Tier
     happy_path(tier, kind, "happy path to Ready")
 
 
-def happy_path(tier: Tier, kind: str, title: str) -> None:
-    """A model on a Bound PVC: Ready, with the real agent's metadata, one Job, the hook's children."""
-    story = Story(tier, kind, "happy")
+def ready_story(tier: Tier, kind: str, name: str) -> tuple[Story, dict[str, Any]]:
+    """A story whose model, on a Bound PVC with a good model, went to Ready."""
+    story = Story(tier, kind, name)
     story.storage()
     story.create()
-    model = story.wait_for(("Ready", "Ready"), READY_SECONDS)
+    return story, story.wait_for(("Ready", "Ready"), READY_SECONDS)
+
+
+def happy_path(tier: Tier, kind: str, title: str) -> None:
+    """A model on a Bound PVC: Ready, with the real agent's metadata, one Job, the hook's children."""
+    story, model = ready_story(tier, kind, "happy")
     assert model["spec"]["modelParameterSize"] == PARAMETER_SIZE
     assert story.labelled() and race.OME_FINALIZERS[kind] in model["metadata"]["finalizers"]
     assert story.children() == hooks_children(kind)
@@ -84,10 +91,7 @@ def test_an_agent_failure_shows_the_agents_own_error_and_the_retry_succeeds_once
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_model_moved_to_hf_is_handed_back_to_ome_and_taken_again_when_it_comes_back(tier: Tier, kind: str) -> None:
-    story = Story(tier, kind, "move")
-    story.storage()
-    story.create()
-    story.wait_for(("Ready", "Ready"), READY_SECONDS)
+    story, _ = ready_story(tier, kind, "move")
     story.set_uri(HF_URI)
     tier.wait(lambda: not story.labelled() and COMPOSITE_FINALIZERS[kind] not in story.model()["metadata"]["finalizers"]
               and story.children() == [], STEP_SECONDS, "the model handed back")
@@ -101,10 +105,7 @@ def test_a_model_moved_to_hf_is_handed_back_to_ome_and_taken_again_when_it_comes
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_deleting_a_model_removes_it_and_the_garbage_collector_takes_every_child(tier: Tier, kind: str) -> None:
-    story = Story(tier, kind, "delete")
-    story.storage()
-    story.create()
-    story.wait_for(("Ready", "Ready"), READY_SECONDS)
+    story, _ = ready_story(tier, kind, "delete")
     assert story.children() == hooks_children(kind)
     story.delete()
     tier.wait(lambda: story.model() is None and story.children() == [], STEP_SECONDS, "the model and its children gone")
