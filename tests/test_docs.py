@@ -143,9 +143,10 @@ def shell_commands(block: str) -> list[str]:
 
 
 def ci_commands() -> list[str]:
-    """What `.ci/run` runs on a clean clone, comments and shell settings left out."""
+    """What `.ci/run` runs on a clean clone: its commands, out of their timing `step`, comments and
+    shell settings left out."""
     script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    return [line for line in shell_commands(script) if not line.startswith(("#", "set ", "cd "))]
+    return [re.sub(r"^step [\w-]+ ", "", line) for line in shell_commands(script) if not line.startswith(("#", "set ", "cd "))]
 
 
 def test_every_command_block_runs_in_a_test_or_ci_or_is_a_cluster_command() -> None:

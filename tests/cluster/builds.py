@@ -14,6 +14,7 @@ cost; the tier's fixtures do the same before they start anything.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -106,10 +107,23 @@ def _ldflags(build: Build) -> str:
 
 
 def module_directory(build: Build) -> Path:
-    """Where the Go tool unpacked the upstream module (downloading it if need be)."""
-    found = subprocess.run(["go", "list", "-m", "-f", "{{.Dir}}", build.module], cwd=build.source,
-                           env=_go_environment(build), check=True, capture_output=True, text=True, timeout=600)
-    return Path(found.stdout.strip())
+    """Where the Go tool unpacked the upstream module, downloaded first.
+
+    ``go mod download -json`` fetches the module the build's go.mod requires and names its
+    folder; ``go list -m -f {{.Dir}}`` would print an empty line for a module not yet
+    downloaded, which only a machine that had downloaded it before never sees.
+    """
+    found = subprocess.run(["go", "mod", "download", "-json", build.module], cwd=build.source,
+                           env=_go_environment(build), check=False, capture_output=True, text=True, timeout=600)
+    try:
+        answer = json.loads(found.stdout)
+    except json.JSONDecodeError:
+        answer = {}
+    directory = answer.get("Dir") or ""
+    if found.returncode != 0 or not directory or not Path(directory).is_dir():
+        cause = answer.get("Error") or found.stderr.strip() or found.stdout.strip() or "no folder named"
+        raise RuntimeError(f"could not download Go module {build.module} (required by {build.source / 'go.mod'}): {cause}")
+    return Path(directory)
 
 
 def _xet_stand_in(build: Build, workdir: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import shutil
 import struct
 from pathlib import Path
 
@@ -57,3 +59,30 @@ def test_the_docs_apply_commands_name_the_checkouts_layers_then_its_samples() ->
     assert [command[-1] for command in sample_commands()] == ["metacontroller/samples/basemodel-pvc.yaml",
                                                              "metacontroller/samples/clusterbasemodel-pvc.yaml"]
     assert all((REPO / command[-1]).exists() for command in install_commands() + sample_commands())
+
+
+def _empty_module_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A Go module cache as a new machine has it: empty, and writable so pytest can remove it."""
+    if shutil.which("go") is None:
+        message = "needs the Go toolchain, which builds the cluster tier"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    cache = tmp_path / "gomodcache"
+    monkeypatch.setenv("GOMODCACHE", str(cache))
+    monkeypatch.setenv("GOFLAGS", "-modcacherw")
+    return cache
+
+
+def test_omes_module_is_downloaded_on_a_machine_that_never_fetched_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    cache = _empty_module_cache(monkeypatch, tmp_path)
+    directory = builds.module_directory(builds.OME)
+    assert directory.is_relative_to(cache)
+    assert (directory / "pkg" / "xet" / "xet.h").is_file()
+
+
+def test_a_module_that_cannot_be_downloaded_is_named_in_the_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _empty_module_cache(monkeypatch, tmp_path)
+    monkeypatch.setenv("GOPROXY", "off")
+    with pytest.raises(RuntimeError, match=r"could not download Go module github\.com/sgl-project/ome .*GOPROXY=off"):
+        builds.module_directory(builds.OME)
