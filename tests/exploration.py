@@ -273,23 +273,21 @@ def lags(controller: Controller, parent: Obj, type_key: TypeKey) -> list[Lag]:
     cluster = controller.cluster
     floor = controller.caught_up.get(type_key, controller.started_at)
     travels = type_key != (parent["apiVersion"], parent["kind"])
-    found: list[Lag] = []
+    found: dict[bool, list[Lag]] = {False: [], True: []}
     shown = controller.view_at(parent, type_key, cluster.sequence)
     considered = 0
     for change in reversed(cluster.history):
         if change.key[:2] != type_key:
             continue
-        travelled = change.sequence - 1 < floor
         considered += 1
-        if travelled and (not travels or considered > TRAVEL_WINDOW):
+        travelled = change.sequence - 1 < floor
+        if travelled and (not travels or considered > TRAVEL_WINDOW or len(found[True]) == max(LAGS)):
             break
         older = controller.view_at(parent, type_key, change.sequence - 1)
         if older != shown:
-            found.append(Lag(change.sequence - 1, difference(older, shown), travelled))
+            found[travelled].append(Lag(change.sequence - 1, difference(older, shown), travelled))
             shown = older
-            if sum(1 for lag in found if lag.travelled == travelled) == max(LAGS) and travelled:
-                break
-    return [lag for travelled in (False, True) for lag in [item for item in found if item.travelled == travelled][:max(LAGS)]]
+    return found[False][:max(LAGS)] + found[True]
 
 
 def difference(older: list[Obj], newer: list[Obj]) -> str:

@@ -26,10 +26,10 @@ from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL
 from hooks.pvc.metadata_job import ATTEMPT_LABEL, STORAGE_URI_ANNOTATION
 from hooks.reasons import Reason
 from hooks.states import State
-from tests.metacontroller.cluster import Obj, resource_of
+from tests.metacontroller.cluster import Obj, Resource, resource_of
 from tests.metacontroller.composite import CompositeController, sync_request
 from tests.metacontroller.identities import METACONTROLLER
-from tests.metacontroller.selection import controller_of, uniform_map
+from tests.metacontroller.selection import ObjectMap, controller_of, init_group, insert, uniform_map
 from tests.metacontroller.simulator import Simulator
 
 MODEL_KINDS = ("BaseModel", "ClusterBaseModel")
@@ -136,11 +136,7 @@ class Checker:
 
     def answered(self, parent: Obj, answer: dict[str, Any]) -> None:
         """The children the hook asked for, by the parent's uid, as Metacontroller will place them."""
-        children = uniform_map(parent, [dict(item, metadata=dict(item.get("metadata") or {}))
-                                        for item in answer.get("children") or [] if isinstance(item, dict)])
-        self.desired[parent["metadata"]["uid"]] = {
-            (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
-            for group in children.values() for obj in group.values()}
+        self.desired[parent["metadata"]["uid"]] = placed(parent, answer.get("children") or [])
 
     # --- safety: as a change is stored -------------------------------------------------------
 
@@ -240,26 +236,30 @@ class Checker:
 
     def _wanted_now(self, composite: CompositeController, model: Obj) -> set[tuple[str, str | None, str]]:
         """The children the hook asks for in the present state, asked without applying."""
-        sequence = self.cluster.sequence
-        observed: dict[str, dict[str, Obj]] = {}
+        def listed(resource: Resource, namespace: str | None) -> list[Obj]:
+            return self.cluster.list(resource.api_version, resource.kind, namespace)
+        observed: ObjectMap = {}
         for resource in composite.children:
-            observed[resource.type_key] = {
-                f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}": obj
-                for obj in composite.view_at(model, (resource.api_version, resource.kind), sequence)}
-        rules, _ = composite.customize.rules(model)
-        related: dict[str, dict[str, Obj]] = {}
-        for rule in rules:
+            init_group(observed, resource.type_key)
+            for obj in composite.view_at(model, (resource.api_version, resource.kind), self.cluster.sequence):
+                insert(observed, model, obj, "v2")
+        related: ObjectMap = {}
+        for rule in composite.customize.rules(model)[0]:
             resource = resource_of(rule["apiVersion"], rule["resource"])
-            related[resource.type_key] = {
-                f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}": obj
-                for obj in composite.customize.select(model, (resource.api_version, resource.kind), lambda listed, namespace:
-                                                      self.cluster.list(listed.api_version, listed.kind, namespace))}
-        body = sync_request(composite.manifest, model, observed, related, False, "v2")
-        status, answer = composite.hook("/sync", body)
+            init_group(related, resource.type_key)
+            for obj in composite.customize.select(model, (resource.api_version, resource.kind), listed):
+                insert(related, model, obj, "v2")
+        status, answer = composite.hook("/sync", sync_request(composite.manifest, model, observed, related, False, "v2"))
         assert status == 200, answer
-        children = uniform_map(model, list(answer.get("children") or []))
-        return {(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
-                for group in children.values() for obj in group.values()}
+        return placed(model, answer.get("children") or [])
+
+
+def placed(parent: Obj, children: list[Any]) -> set[tuple[str, str | None, str]]:
+    """Each child of an answer as Metacontroller places it: (kind, namespace, name)."""
+    mapped = uniform_map(parent, [dict(item, metadata=dict(item.get("metadata") or {}))
+                                  for item in children if isinstance(item, dict)])
+    return {(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+            for group in mapped.values() for obj in group.values()}
 
 
 def summary(model: Obj, cluster: Any) -> tuple[Any, ...]:

@@ -191,13 +191,6 @@ class Controller:
         return self.customize.select(parent, type_key, lambda resource, namespace: [
             obj for obj in listed if namespace is None or obj["metadata"].get("namespace") == namespace])
 
-    def watched_types(self, parent: Obj) -> list[TypeKey]:
-        """The informers a sync of ``parent`` reads: the parent's, its children's, its related objects'."""
-        related = [(rule["apiVersion"], resource_of(rule["apiVersion"], rule["resource"]).kind)
-                   for rule in self.customize.cached_rules(parent)]
-        children = [(resource.api_version, resource.kind) for resource in self.child_resources()]
-        return list(dict.fromkeys([(parent["apiVersion"], parent["kind"]), *children, *related]))
-
     def catch_up(self) -> None:
         """A lagging informer delivers, after the sync, the changes it had not seen, in order,
         to this controller's handlers."""

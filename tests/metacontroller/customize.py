@@ -89,11 +89,6 @@ class CustomizeManager:
         self.cache[key] = (now, rules, version)
         return rules, version
 
-    def cached_rules(self, parent: Obj) -> list[dict[str, Any]]:
-        """The rules cached for this parent's uid and generation, without a call."""
-        cached = self._cached(parent)
-        return cached[1] if cached is not None else []
-
     def _cached(self, parent: Obj) -> tuple[datetime, list[dict[str, Any]], str] | None:
         return self.cache.get((parent["metadata"]["uid"], parent["metadata"].get("generation", 0)))
 
