@@ -107,7 +107,7 @@ class World:
         """The kinds of every object the hook's models own (its children, any namespace)."""
         return sorted(obj["kind"] for (api, kind, _, _), obj in self.sim.cluster.objects.items()
                       if kind in ("Job", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
-                      or (kind == "ConfigMap" and obj["metadata"].get("namespace") == NAMESPACE))
+                      or (kind == "ExtractionRecord" and obj["metadata"].get("namespace") == NAMESPACE))
 
     def install_ome_crds(self) -> None:
         """OME's ``ome-crd`` chart applies its own CRDs again: the API server prunes every

@@ -28,7 +28,7 @@ PARENT = {
 CHILDREN = {
     "Job.batch/v1": {},
     "ServiceAccount.v1": {},
-    "ConfigMap.v1": {},
+    "ExtractionRecord.ome-basemodel-hook.ome.io/v1alpha1": {},
     "Role.rbac.authorization.k8s.io/v1": {},
     "RoleBinding.rbac.authorization.k8s.io/v1": {},
 }
