@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help=f"gunicorn worker processes, 1 to 64 (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)",
+        help=f"gunicorn worker processes, {parse_workers.range} (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)",
     )
 
     replay = _add_command(

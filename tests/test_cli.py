@@ -22,7 +22,7 @@ import pytest
 
 from hooks import __version__
 from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK, main
-from hooks.settings import default_workers
+from hooks.settings import default_workers, parse_workers
 from tests import docs, golden
 from tests.live_server import free_port, running
 
@@ -217,7 +217,8 @@ def test_serve_help_shows_each_default_and_the_variable_that_changes_it() -> Non
     assert result.returncode == 0
     text = " ".join(result.stdout.split())
     assert "(default: $HOOK_BIND, else 127.0.0.1:8080)" in text
-    assert f"(default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)" in text
+    assert f"{parse_workers.range} (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)" in text
+    assert f"`--workers` overrides ({parse_workers.range})" in (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert "exit status: 0 " in text and f" {EXIT_CANNOT_LISTEN} the address cannot be listened on" in text
     assert f" {EXIT_REPLAY_NOT_OK} the answer was" not in text, "replay's statuses stay on replay's page"
 
