@@ -274,8 +274,8 @@ class Tier:
         def done() -> bool:
             if self.kubelet.errors:
                 raise RuntimeError(f"the kubelet failed: {self.kubelet.errors}")
-            if self.proxy is not None and self.proxy.errors:
-                raise RuntimeError(f"the hook proxy failed: {self.proxy.errors}")
+            if self.proxy is not None:
+                self.proxy.check()
             return condition()
         self.metacontroller.wait_until(done, seconds, what)
 
