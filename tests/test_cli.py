@@ -199,7 +199,9 @@ def test_serve_on_an_address_in_use_says_so_in_one_line_and_exits_with_its_own_s
             env={**env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=20,
         )
     assert result.returncode == EXIT_CANNOT_LISTEN
-    assert result.stderr == f"basemodel-hook: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert result.stderr == (
+        f"basemodel-hook: cannot listen on 127.0.0.1:{port}: address already in use; choose another address with --bind or HOOK_BIND\n"
+    )
     assert list(tmp_path.iterdir()) == [], "the metrics directory it made is gone with it"
 
 
@@ -476,3 +478,32 @@ def test_with_a_client_ca_serve_answers_only_clients_whose_certificate_that_ca_s
         assert refused_by_tls(f"{base}/readyz", client_context(ca, stranger))
         with urllib.request.urlopen(f"{base}/readyz", timeout=10, context=trusted) as reply:
             assert reply.status == 200
+
+
+def test_replay_logs_the_clock_it_was_given_not_the_real_one(capsys: pytest.CaptureFixture[str]) -> None:
+    request_file = golden.FIXTURES / "sync" / "basemodel-pvc-pending.request.json"
+    assert main(["replay", str(request_file), "--now", "2026-11-30T12:00:00+01:00"]) == 0
+    (line,) = capsys.readouterr().err.splitlines()
+    assert json.loads(line)["time"] == "2026-11-30T11:00:00.000Z"
+
+
+@pytest.mark.parametrize("hook", golden.HOOKS)
+def test_replaying_a_saved_answer_says_it_is_an_answer_and_names_its_request(hook: str, capsys: pytest.CaptureFixture[str]) -> None:
+    request_file = sorted((golden.FIXTURES / hook).glob("*.request.json"))[0]
+    answer_file = golden.response_file(request_file)
+    assert main(["replay", str(answer_file), "--now", "2026-11-30T12:00:00Z"]) == EXIT_BAD_CONFIGURATION
+    captured = capsys.readouterr()
+    fields = ", ".join(sorted(golden.load(answer_file)))
+    assert (captured.out, captured.err.splitlines()) == ("", [
+        f"basemodel-hook: {answer_file} is a hook's answer ({fields}; no parent or object), not a request: "
+        f"replay the request it answers, {request_file}"
+    ])
+
+
+def test_an_answer_outside_the_fixtures_is_named_for_what_it_is_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer_file = tmp_path / "copied-from-a-log.json"
+    answer_file.write_text('{"labels": {"ome-basemodel-hook.ome.io/storage": "pvc"}}', encoding="utf-8")
+    assert main(["replay", str(answer_file)]) == EXIT_BAD_CONFIGURATION
+    assert capsys.readouterr().err == (
+        f"basemodel-hook: {answer_file} is a hook's answer (labels; no parent or object), not a request: replay the request it answers\n"
+    )
