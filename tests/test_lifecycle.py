@@ -10,6 +10,7 @@ a table pasted again.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -64,6 +65,16 @@ def test_scenario_costs_no_more_than_its_budget(name: str, kind: str, outcomes: 
 def test_operations_doc_quotes_what_each_scenario_costs(outcomes: Any) -> None:
     page = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
     assert "\n".join(lifecycle.table(outcomes)) in page, "docs/operations.md: the costs differ from `python -m tests.lifecycle`"
+
+
+def test_every_page_that_counts_omes_refused_writes_a_day_counts_what_the_simulated_day_refused(outcomes: Any) -> None:
+    """The README, docs/install.md and docs/operations.md each say how many of OME's writes
+    the fence refuses a day per Ready model, and all say what the day scenario measured."""
+    refused = {outcomes[("a day after Ready", kind)].counts["OME refused"] for kind in KINDS}
+    for page in ("README.md", "docs/install.md", "docs/operations.md"):
+        prose = " ".join((REPO / page).read_text(encoding="utf-8").split())
+        quoted = {int(number) for number in re.findall(r"about (\d+) refused writes a day", prose)}
+        assert quoted == refused, f"{page} counts {quoted or 'no'} refused writes a day; the simulated day refused {refused}"
 
 
 def reasons(world: World, name: str = PVC_MODEL) -> list[str]:
