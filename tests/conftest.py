@@ -1,9 +1,10 @@
 """Fixtures for the manifest tests: the install `kubectl kustomize` renders from
-metacontroller/, its objects, and upstream's CRDs from the shared/ reference pack.
+metacontroller/, its objects, and upstream's CRDs from the reference folder.
 
 Each rendering runs once per session, however many modules read it; the tests read the
 objects and never change them. The fixtures reading upstream's CRDs skip, saying what
-they need, where shared/ is absent (see ``tests/manifests.py``).
+they need, where the reference folder lacks them, or fail under ``CI=true``
+(``tests/reference.py``).
 
 Two hooks: once the tests are collected, the image tier's build starts in the
 background, if any of its tests is to run; and the exploration tier's count of

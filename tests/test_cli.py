@@ -25,6 +25,7 @@ from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NO
 from hooks.settings import default_workers, parse_workers
 from tests import docs, golden
 from tests.live_server import free_port, running
+from tests.unavailable import unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 README_FILE = docs.README
@@ -388,9 +389,11 @@ def server_processes(server: str) -> tuple[int, set[int]]:
     return master, {pid for pid, parent in parents.items() if parent == master}
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds gunicorn's workers through /proc")
 def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str) -> None:
     import signal
+
+    if not Path("/proc/self/stat").exists():
+        unavailable("finds gunicorn's workers through /proc, which this system does not have")
 
     _master, workers = server_processes(server)
     victim = min(workers)
@@ -407,7 +410,14 @@ def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str)
     assert all(post(f"{server}/customize", body)[0] == 200 for _ in range(20))
 
 
-needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make throwaway certificates")
+@pytest.fixture
+def openssl() -> None:
+    """The openssl command, which makes the throwaway certificates."""
+    if shutil.which("openssl") is None:
+        unavailable("needs the openssl command to make throwaway certificates")
+
+
+needs_openssl = pytest.mark.usefixtures("openssl")
 
 
 def certificate(folder: Path, name: str, issuer: str | None = None, *extensions: str) -> tuple[Path, Path]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import struct
@@ -24,6 +23,7 @@ from tests.cluster import builds, model_files
 from tests.cluster.hook_proxy import Hold, HookProxy
 from tests.cluster.kubelet import MESSAGE_BYTES, MESSAGE_LINES, termination_message
 from tests.cluster.tier import REPO, install_commands, sample_commands
+from tests.unavailable import unavailable
 
 
 def test_every_kubernetes_staging_module_is_pinned_to_the_release_of_kubernetes_itself() -> None:
@@ -72,10 +72,7 @@ def test_the_docs_apply_commands_name_the_checkouts_layers_then_its_samples() ->
 def _empty_module_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A Go module cache as a new machine has it: empty, and writable so pytest can remove it."""
     if shutil.which("go") is None:
-        message = "needs the Go toolchain, which builds the cluster tier"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable("needs the Go toolchain, which builds the cluster tier")
     cache = tmp_path / "gomodcache"
     monkeypatch.setenv("GOMODCACHE", str(cache))
     monkeypatch.setenv("GOFLAGS", "-modcacherw")
