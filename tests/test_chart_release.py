@@ -12,6 +12,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 from hooks import __version__
@@ -42,6 +43,7 @@ def test_the_chart_is_pushed_beside_the_image_after_it_by_the_helm_the_tests_ran
     assert "--password-stdin" in push["run"] and "${{" not in push["run"], "the token goes in by the environment, never the command line"
 
 
+@pytest.mark.helm
 def test_the_packaging_step_makes_the_chart_of_this_version_with_its_linked_files_inside(tmp_path: Path) -> None:
     """`helm package` follows the chart's links into metacontroller/: the package holds the files themselves."""
     checkout = tmp_path / "checkout"

@@ -17,7 +17,7 @@ import pytest
 from tests.cluster import builds
 from tests.cluster.existing import create_existing_models
 from tests.cluster.story import COLUMNS, REPORT
-from tests import reference
+from tests import helm, reference
 from tests.cluster.tier import Tier
 from tests.unavailable import unavailable
 
@@ -61,7 +61,9 @@ def tier() -> Iterator[Tier]:
 
 @pytest.fixture(scope="module")
 def helm_tier() -> Iterator[Tier]:
-    """The hook installed with Helm, as docs/install.md's "Helm" says."""
+    """The hook installed with Helm, as docs/install.md's "Helm" says, with helm built like
+    the tier's other binaries."""
+    helm.built()
     with running(Tier.install_with_helm, existing_models=False) as world:
         yield world
 
