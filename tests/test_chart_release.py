@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -19,14 +20,18 @@ from hooks import __version__
 from tests import docs
 from tests.chart import CHART
 from tests.helm import HELM_VERSION, helm
-from tests.test_release_workflow import JOBS, WORKFLOW, step_using
+from tests.workflows import REPO, load
 
-REPO = Path(__file__).resolve().parent.parent
+RELEASE = load("release.yaml")
+WORKFLOW, JOBS = RELEASE.document, RELEASE.jobs
 
 
-def step_named(name: str) -> dict[str, str]:
-    (step,) = [step for step in JOBS["image"]["steps"] if step.get("name") == name]
-    return step
+def step_using(job: str, action: str) -> dict[str, Any]:
+    return RELEASE.step_using(job, action)
+
+
+def step_named(name: str) -> dict[str, Any]:
+    return RELEASE.step_named("image", name)
 
 
 def test_the_chart_is_pushed_beside_the_image_after_it_by_the_helm_the_tests_ran() -> None:
