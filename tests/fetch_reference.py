@@ -17,6 +17,7 @@ A file already in the folder is kept, so the fetch never touches the reference p
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import re
 import shutil
@@ -100,12 +101,18 @@ def fetch(into: Path, url: str = METACONTROLLER_CRDS_URL) -> list[str]:
     return done
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fetch_reference",
+                                     description="Fill the reference folder (tests/reference.py) with what it lacks, from upstream.")
+    parser.add_argument("--metacontroller-crds-url", default=METACONTROLLER_CRDS_URL, metavar="URL",
+                        help="where to download metacontroller-crds-v1.yaml, such as a mirror of the release "
+                             "(file:// too); its SHA-256 must still be the pinned one (default: %(default)s)")
+    url = parser.parse_args(argv).metacontroller_crds_url
     if shutil.which("go") is None:
         sys.stderr.write("tests.fetch_reference: OME's CRDs come from its Go module: install the Go toolchain first\n")
         return 1
     try:
-        for line in fetch(reference.crds()):
+        for line in fetch(reference.crds(), url):
             sys.stdout.write(line + "\n")
     except (FetchError, RuntimeError) as error:
         sys.stderr.write(f"tests.fetch_reference: {error}\n")

@@ -103,3 +103,30 @@ def test_the_fetch_fills_what_is_missing_and_keeps_what_is_there(tmp_path: Path,
         assert (into / name).read_bytes() == reference.crd(name).read_bytes()
     assert sorted(path.name for path in into.iterdir()) == sorted((*reference.METACONTROLLER_CRDS, *reference.OME_CRDS))
     assert fetch(into, "file:///nowhere") == [f"kept {into / name}" for name in (*reference.METACONTROLLER_CRDS, *reference.OME_CRDS)]
+
+
+def test_the_command_says_in_one_line_what_it_could_not_fetch_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if shutil.which("go") is None:
+        unavailable("needs the Go toolchain, which the command asks for first")
+    monkeypatch.setenv(reference.VARIABLE, str(tmp_path / "reference"))
+    missing = (tmp_path / "nowhere.yaml").as_uri()
+    assert fetch_reference.main(["--metacontroller-crds-url", missing]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"tests.fetch_reference: cannot download {missing}: ")
+    assert len(captured.err.splitlines()) == 1 and not (tmp_path / "reference").exists()
+
+
+def test_the_command_fetches_from_a_mirror_of_the_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    if shutil.which("go") is None:
+        unavailable("needs the Go toolchain, which the command asks for first")
+    mirror = release_manifest(tmp_path)
+    packs = {name: reference.crd(name) for name in reference.OME_CRDS}
+    monkeypatch.setattr(fetch_reference, "ome_crds", lambda: packs)
+    monkeypatch.setenv(reference.VARIABLE, str(tmp_path / "reference"))
+    assert fetch_reference.main(["--metacontroller-crds-url", mirror]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"wrote {tmp_path}/reference/crds/{reference.METACONTROLLER_CRDS[0]} from {mirror}"
+    )
