@@ -27,14 +27,18 @@ WORLDS: list[Tier] = []
 
 
 @contextmanager
-def running(install: Callable[[Tier], None], existing_models: bool) -> Iterator[Tier]:
-    """A world: started, given OME models that predate the hook where asked, the hook
-    installed by ``install``, Metacontroller started; stopped however the tests end."""
+def running(install: Callable[[Tier], None], existing_models: bool, with_helm: bool = False) -> Iterator[Tier]:
+    """A world: its binaries built (helm too, ``with_helm``), started, given OME models that
+    predate the hook where asked, the hook installed by ``install``, Metacontroller started;
+    stopped however the tests end. What it cannot build (Metacontroller's CRDs from the
+    reference folder, the Go toolchain) is checked first, before any build."""
     for name in reference.METACONTROLLER_CRDS:
         reference.crd(name)
     if shutil.which("go") is None:
         unavailable("the cluster tier builds its binaries with the Go toolchain, which is not installed")
     builds.build_all()
+    if with_helm:
+        helm.built()
     world = Tier()
     atexit.register(world.stop)
     try:
@@ -61,10 +65,8 @@ def tier() -> Iterator[Tier]:
 
 @pytest.fixture(scope="module")
 def helm_tier() -> Iterator[Tier]:
-    """The hook installed with Helm, as docs/install.md's "Helm" says, with helm built like
-    the tier's other binaries."""
-    helm.built()
-    with running(Tier.install_with_helm, existing_models=False) as world:
+    """The hook installed with Helm, as docs/install.md's "Helm" says."""
+    with running(Tier.install_with_helm, existing_models=False, with_helm=True) as world:
         yield world
 
 
