@@ -21,13 +21,16 @@ from typing import Any, Callable
 
 from hooks.http.app import create_app
 from hooks.settings import Settings
-from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
-from tests.metacontroller.cluster import ome_status_schema, prune
-from tests.metacontroller.kubernetes import Agent, JobController, PVCBinder, Run, TTLController
-from tests.metacontroller.ome import NodeAgents, OMEManager
-from tests.metacontroller.perturbation import Perturbation
-from tests.metacontroller.simulator import V4_16, V4_17_2, MetacontrollerVersion
-from tests.metacontroller.webhook import Hook
+from tests.extras import needs_test_extra
+
+with needs_test_extra("python -m tests.lifecycle"):
+    from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
+    from tests.metacontroller.cluster import ome_status_schema, prune
+    from tests.metacontroller.kubernetes import Agent, JobController, PVCBinder, Run, TTLController
+    from tests.metacontroller.ome import NodeAgents, OMEManager
+    from tests.metacontroller.perturbation import Perturbation
+    from tests.metacontroller.simulator import V4_16, V4_17_2, MetacontrollerVersion
+    from tests.metacontroller.webhook import Hook
 
 SETTINGS = Settings()
 REPO = MANIFESTS.parent

@@ -154,6 +154,14 @@ def test_unknown_path_and_wrong_method_answer_json(client: FlaskClient) -> None:
     assert client.get("/sync").status_code == 405
 
 
+@pytest.mark.parametrize(("method", "path"), [("POST", "/sync/"), ("GET", "/health"), ("POST", "/nodes/sync")])
+def test_an_unknown_path_is_answered_with_every_path_the_hook_serves(client: FlaskClient, method: str, path: str) -> None:
+    reply = client.open(path, method=method, json={})
+    assert reply.status_code == 404
+    assert reply.get_json() == {"error": f"no such path {path}; this hook serves POST /sync, POST /customize, POST /finalize, "
+                                         "POST /label, GET /healthz, GET /readyz, GET /metrics"}
+
+
 def test_health_and_readiness(client: FlaskClient) -> None:
     assert client.get("/healthz").status_code == 200
     assert client.get("/readyz").status_code == 200

@@ -13,10 +13,18 @@ from types import ModuleType
 
 import pytest
 
+from tests.unavailable import unavailable
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "tests" / "fixtures" / "sync" / "basemodel-job-running-v1-keys.request.json"
 # --baseline reads the repository's history; a copy of the files without it has none to read.
-needs_git = pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs a git checkout of the repository")
+@pytest.fixture
+def git_checkout() -> None:
+    if not (REPO / ".git").exists():
+        unavailable("needs a git checkout of the repository")
+
+
+needs_git = pytest.mark.usefixtures("git_checkout")
 
 
 def load_bench() -> ModuleType:

@@ -33,6 +33,7 @@ def lint(values: Values = ()) -> tuple[int, str]:
     return result.returncode, result.stdout
 
 
+@pytest.mark.helm
 @pytest.mark.parametrize("values", [(), EVERYTHING], ids=["defaults", "every feature"])
 def test_helm_lint_strict_finds_nothing(values: Values) -> None:
     status, report = lint(values)
@@ -41,6 +42,7 @@ def test_helm_lint_strict_finds_nothing(values: Values) -> None:
     assert report.rstrip().endswith("1 chart(s) linted, 0 chart(s) failed")
 
 
+@pytest.mark.helm
 @pytest.mark.parametrize("k8s_version", KUBERNETES_VERSIONS)
 @pytest.mark.parametrize("values", [(), EVERYTHING], ids=["defaults", "every feature"])
 def test_builtin_objects_the_chart_renders_validate_strictly_against_kubernetes_schemas(values: Values, k8s_version: str) -> None:
@@ -50,6 +52,7 @@ def test_builtin_objects_the_chart_renders_validate_strictly_against_kubernetes_
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.helm
 @pytest.mark.parametrize("values", [EVERYTHING, (("webhook.url", "https://hook.example.com/base"), ("auth.type", "bearer"))],
                          ids=["every feature", "own URL"])
 def test_the_controllers_validate_against_metacontrollers_crds_whatever_the_values(values: Values) -> None:
@@ -75,6 +78,7 @@ def hook_deployment(values: Values = ()) -> Obj:
     return deployment
 
 
+@pytest.mark.helm
 def test_the_chart_pulls_the_image_of_its_app_version_unless_told_a_tag_or_a_digest() -> None:
     def image(values: Values) -> tuple[str, str]:
         (container,) = hook_deployment(values)["spec"]["template"]["spec"]["containers"]
@@ -87,6 +91,7 @@ def test_the_chart_pulls_the_image_of_its_app_version_unless_told_a_tag_or_a_dig
     assert image((("image.digest", digest),)) == (f"{repository}:{__version__}@{digest}", "IfNotPresent")
 
 
+@pytest.mark.helm
 def test_replicas_and_the_containers_resources_are_values() -> None:
     deployment = hook_deployment((("replicas", 3), ("resources.limits.memory", "1Gi"), ("resources.limits.cpu", 2)))
     assert deployment["spec"]["replicas"] == 3
@@ -94,6 +99,7 @@ def test_replicas_and_the_containers_resources_are_values() -> None:
     assert container["resources"] == {"requests": {"cpu": "100m", "memory": "192Mi"}, "limits": {"cpu": 2, "memory": "1Gi"}}
 
 
+@pytest.mark.helm
 def test_the_chart_installs_no_crd_and_no_sample_whatever_its_values() -> None:
     """Helm would own a CRD it installs: `helm uninstall` would delete it, and every model with it."""
     assert not (CHART / "crds").exists(), "Helm's crds/ folder installs a CRD only where none exists"
@@ -108,6 +114,7 @@ def test_the_chart_carries_the_crd_layer_of_the_kustomize_install(rendered_crds:
     assert {crd["metadata"]["name"]: crd for crd in carried} == by_name
 
 
+@pytest.mark.helm
 def test_monitoring_is_off_by_default_and_renders_only_with_its_value() -> None:
     def monitoring(values: Values) -> set[str]:
         return {obj["kind"] for obj in render(values) if obj["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "monitoring"}

@@ -17,6 +17,8 @@ from tests.chart import Values, render as render_chart
 from tests.kustomize import documented_kustomization, render as render_kustomization, write_overlay
 from tests.manifests import Obj
 
+pytestmark = pytest.mark.helm
+
 Key = tuple[str, str, str, str]
 
 # Each value of the chart beside the docs' overlay (found by a string it holds) that makes the same choice.

@@ -15,6 +15,8 @@ from tests.manifests import HOOK_NAME, METACONTROLLER_ROLE, Obj, one
 from tests.metacontroller.identities import METACONTROLLER, service_account
 from tests.test_fence import HOOK_STATUS, KINDS, refusal_of, review, write
 
+pytestmark = pytest.mark.helm
+
 # (values, the user Metacontroller's requests authenticate as, the labels of its pods)
 INSTALLS: dict[str, tuple[Values, str, dict[str, str]]] = {
     "namespace and ServiceAccount set": (

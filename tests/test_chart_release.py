@@ -11,21 +11,27 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 from hooks import __version__
 from tests import docs
 from tests.chart import CHART
 from tests.helm import HELM_VERSION, helm
-from tests.test_release_workflow import JOBS, WORKFLOW, step_using
+from tests.workflows import REPO, load
 
-REPO = Path(__file__).resolve().parent.parent
+RELEASE = load("release.yaml")
+WORKFLOW, JOBS = RELEASE.document, RELEASE.jobs
 
 
-def step_named(name: str) -> dict[str, str]:
-    (step,) = [step for step in JOBS["image"]["steps"] if step.get("name") == name]
-    return step
+def step_using(job: str, action: str) -> dict[str, Any]:
+    return RELEASE.step_using(job, action)
+
+
+def step_named(name: str) -> dict[str, Any]:
+    return RELEASE.step_named("image", name)
 
 
 def test_the_chart_is_pushed_beside_the_image_after_it_by_the_helm_the_tests_ran() -> None:
@@ -42,6 +48,7 @@ def test_the_chart_is_pushed_beside_the_image_after_it_by_the_helm_the_tests_ran
     assert "--password-stdin" in push["run"] and "${{" not in push["run"], "the token goes in by the environment, never the command line"
 
 
+@pytest.mark.helm
 def test_the_packaging_step_makes_the_chart_of_this_version_with_its_linked_files_inside(tmp_path: Path) -> None:
     """`helm package` follows the chart's links into metacontroller/: the package holds the files themselves."""
     checkout = tmp_path / "checkout"

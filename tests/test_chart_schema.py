@@ -168,6 +168,7 @@ def test_the_schema_says_what_is_wanted_in_the_hooks_words() -> None:
         assert words in SCHEMA_TEXT
 
 
+@pytest.mark.helm
 def test_helm_refuses_bad_values_naming_each_and_saying_what_is_wanted() -> None:
     message = refusal((
         ("settings.JOB_ACTIVE_DEADLINE_SECONDS", -1),

@@ -58,6 +58,7 @@ def test_every_variable_of_the_hook_is_a_chart_value_or_set_by_a_feature() -> No
     assert values <= set(hook_defaults()), f"the hook reads no {sorted(values - set(hook_defaults()))}"
 
 
+@pytest.mark.helm
 def test_every_setting_value_reaches_the_hook_as_its_variable_and_the_hook_reads_it() -> None:
     """Each value set (to the hook's default where it has one, else to the chart's) renders as
     its variable, and the hook reads the container's environment as it reads the values."""
@@ -75,6 +76,7 @@ def test_every_setting_value_reaches_the_hook_as_its_variable_and_the_hook_reads
                 assert getattr(getattr(read, group.name), item.name) == variable.parse(variable.name, expected[variable.name])
 
 
+@pytest.mark.helm
 @pytest.mark.parametrize("variable", FROM_FEATURES)
 def test_every_secret_and_tls_variable_is_a_file_of_the_secret_its_feature_names(variable: str) -> None:
     values, rendered_as = FROM_FEATURES[variable]
@@ -89,6 +91,7 @@ def test_every_secret_and_tls_variable_is_a_file_of_the_secret_its_feature_names
     assert volume["secret"]["secretName"] == default_values()[feature]["secretName"]
 
 
+@pytest.mark.helm
 def test_the_hook_listens_on_the_port_the_chart_names() -> None:
     hook = container(render())
     assert BIND not in environment(render())

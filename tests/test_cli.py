@@ -22,9 +22,10 @@ import pytest
 
 from hooks import __version__
 from hooks.cli import EXIT_BAD_CONFIGURATION, EXIT_CANNOT_LISTEN, EXIT_REPLAY_NOT_OK, main
-from hooks.settings import default_workers
+from hooks.settings import default_workers, parse_workers
 from tests import docs, golden
 from tests.live_server import free_port, running
+from tests.unavailable import unavailable
 
 REPO = Path(__file__).resolve().parent.parent
 README_FILE = docs.README
@@ -199,7 +200,9 @@ def test_serve_on_an_address_in_use_says_so_in_one_line_and_exits_with_its_own_s
             env={**env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True, timeout=20,
         )
     assert result.returncode == EXIT_CANNOT_LISTEN
-    assert result.stderr == f"basemodel-hook: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert result.stderr == (
+        f"basemodel-hook: cannot listen on 127.0.0.1:{port}: address already in use; choose another address with --bind or HOOK_BIND\n"
+    )
     assert list(tmp_path.iterdir()) == [], "the metrics directory it made is gone with it"
 
 
@@ -217,7 +220,8 @@ def test_serve_help_shows_each_default_and_the_variable_that_changes_it() -> Non
     assert result.returncode == 0
     text = " ".join(result.stdout.split())
     assert "(default: $HOOK_BIND, else 127.0.0.1:8080)" in text
-    assert f"(default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)" in text
+    assert f"{parse_workers.range} (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)" in text
+    assert f"`--workers` overrides ({parse_workers.range})" in (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     assert "exit status: 0 " in text and f" {EXIT_CANNOT_LISTEN} the address cannot be listened on" in text
     assert f" {EXIT_REPLAY_NOT_OK} the answer was" not in text, "replay's statuses stay on replay's page"
 
@@ -385,9 +389,11 @@ def server_processes(server: str) -> tuple[int, set[int]]:
     return master, {pid for pid, parent in parents.items() if parent == master}
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds gunicorn's workers through /proc")
 def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str) -> None:
     import signal
+
+    if not Path("/proc/self/stat").exists():
+        unavailable("finds gunicorn's workers through /proc, which this system does not have")
 
     _master, workers = server_processes(server)
     victim = min(workers)
@@ -404,7 +410,14 @@ def test_a_killed_worker_is_replaced_and_the_server_keeps_answering(server: str)
     assert all(post(f"{server}/customize", body)[0] == 200 for _ in range(20))
 
 
-needs_openssl = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make throwaway certificates")
+@pytest.fixture
+def openssl() -> None:
+    """The openssl command, which makes the throwaway certificates."""
+    if shutil.which("openssl") is None:
+        unavailable("needs the openssl command to make throwaway certificates")
+
+
+needs_openssl = pytest.mark.usefixtures("openssl")
 
 
 def certificate(folder: Path, name: str, issuer: str | None = None, *extensions: str) -> tuple[Path, Path]:
@@ -475,3 +488,32 @@ def test_with_a_client_ca_serve_answers_only_clients_whose_certificate_that_ca_s
         assert refused_by_tls(f"{base}/readyz", client_context(ca, stranger))
         with urllib.request.urlopen(f"{base}/readyz", timeout=10, context=trusted) as reply:
             assert reply.status == 200
+
+
+def test_replay_logs_the_clock_it_was_given_not_the_real_one(capsys: pytest.CaptureFixture[str]) -> None:
+    request_file = golden.FIXTURES / "sync" / "basemodel-pvc-pending.request.json"
+    assert main(["replay", str(request_file), "--now", "2026-11-30T12:00:00+01:00"]) == 0
+    (line,) = capsys.readouterr().err.splitlines()
+    assert json.loads(line)["time"] == "2026-11-30T11:00:00.000Z"
+
+
+@pytest.mark.parametrize("hook", golden.HOOKS)
+def test_replaying_a_saved_answer_says_it_is_an_answer_and_names_its_request(hook: str, capsys: pytest.CaptureFixture[str]) -> None:
+    request_file = sorted((golden.FIXTURES / hook).glob("*.request.json"))[0]
+    answer_file = golden.response_file(request_file)
+    assert main(["replay", str(answer_file), "--now", "2026-11-30T12:00:00Z"]) == EXIT_BAD_CONFIGURATION
+    captured = capsys.readouterr()
+    fields = ", ".join(sorted(golden.load(answer_file)))
+    assert (captured.out, captured.err.splitlines()) == ("", [
+        f"basemodel-hook: {answer_file} is a hook's answer ({fields}; no parent or object), not a request: "
+        f"replay the request it answers, {request_file}"
+    ])
+
+
+def test_an_answer_outside_the_fixtures_is_named_for_what_it_is_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer_file = tmp_path / "copied-from-a-log.json"
+    answer_file.write_text('{"labels": {"ome-basemodel-hook.ome.io/storage": "pvc"}}', encoding="utf-8")
+    assert main(["replay", str(answer_file)]) == EXIT_BAD_CONFIGURATION
+    assert capsys.readouterr().err == (
+        f"basemodel-hook: {answer_file} is a hook's answer (labels; no parent or object), not a request: replay the request it answers\n"
+    )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL
-from tests.manifests import HOOK_NAME, UPSTREAM_CRDS, crd_schema, load_yaml, one
+from tests.manifests import HOOK_NAME, crd_schema, one, upstream_crd
 from tests.schemas import GO_DURATION, errors_of
 
 CHILDREN = {
@@ -36,7 +36,6 @@ CHILDREN = {
 }
 HOOK_PATHS = {"sync": "/sync", "customize": "/customize", "finalize": "/finalize"}
 
-DECORATOR_CRD = UPSTREAM_CRDS / "metacontroller.k8s.io_decoratorcontrollers.yaml"
 # DecoratorControllerResource in Metacontroller's pkg/apis/metacontroller/v1alpha1/types.go.
 DECORATOR_RESOURCE_FIELDS = {"apiVersion", "resource", "labelSelector", "annotationSelector", "ignoreStatusChanges"}
 
@@ -106,9 +105,7 @@ def test_compositecontrollers_select_exactly_the_models_the_keeper_labels(contro
 
 
 def test_decoratorcontroller_validates_against_metacontrollers_crd(decorator):
-    if not DECORATOR_CRD.exists():
-        pytest.skip(f"{DECORATOR_CRD} is absent: Metacontroller's DecoratorController CRD is not in the reference pack")
-    assert errors_of(crd_schema(load_yaml(DECORATOR_CRD)), decorator) == []
+    assert errors_of(crd_schema(upstream_crd("metacontroller.k8s.io_decoratorcontrollers.yaml")), decorator) == []
 
 
 def test_decoratorcontroller_hooks_validate_as_metacontroller_hooks(decorator, compositecontroller_schema):

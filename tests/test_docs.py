@@ -179,3 +179,10 @@ def test_nothing_tells_a_user_to_stop_or_scale_down_omes_manager() -> None:
     text = docs.text()
     assert not re.search(r"scale\b[^\n]*ome-controller-manager|ome-controller-manager[^\n]*replicas[= ]0", text)
     assert not re.search(r"\b(stop|disable|scale down) OME'?s? (BaseModel|controller)", text, re.I)
+
+
+def test_no_switch_is_written_with_a_value() -> None:
+    """``--create-namespace ome-basemodel-hook`` reads as a broken Helm command: the flag is
+    a switch, and the word after it would be taken for Helm's chart argument."""
+    switches = ("--create-namespace", "--force-conflicts", "--server-side", "--untar")
+    assert [match.group(0) for match in re.finditer(rf"(?:{'|'.join(switches)}) +\w[\w.-]*", docs.text())] == []

@@ -10,9 +10,15 @@ a table pasted again.
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from importlib.metadata import packages_distributions, requires
 from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests import lifecycle
 from tests.docs import REPO
@@ -64,6 +70,35 @@ def test_scenario_costs_no_more_than_its_budget(name: str, kind: str, outcomes: 
 def test_operations_doc_quotes_what_each_scenario_costs(outcomes: Any) -> None:
     page = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
     assert "\n".join(lifecycle.table(outcomes)) in page, "docs/operations.md: the costs differ from `python -m tests.lifecycle`"
+
+
+def test_every_page_that_counts_omes_refused_writes_a_day_counts_what_the_simulated_day_refused(outcomes: Any) -> None:
+    """The README, docs/install.md and docs/operations.md each say how many of OME's writes
+    the fence refuses a day per Ready model, and all say what the day scenario measured."""
+    refused = {outcomes[("a day after Ready", kind)].counts["OME refused"] for kind in KINDS}
+    for page in ("README.md", "docs/install.md", "docs/operations.md"):
+        prose = " ".join((REPO / page).read_text(encoding="utf-8").split())
+        quoted = {int(number) for number in re.findall(r"about (\d+) refused writes a day", prose)}
+        assert quoted == refused, f"{page} counts {quoted or 'no'} refused writes a day; the simulated day refused {refused}"
+
+
+def modules_of_the_test_extra() -> set[str]:
+    """The top-level modules the test extra's own requirements install."""
+    extra = {canonicalize_name(Requirement(line).name) for line in requires("ome-basemodel-hook") or []
+             if Requirement(line).marker is not None and Requirement(line).marker.evaluate({"extra": "test"})}
+    return {module for module, names in packages_distributions().items() if extra & {canonicalize_name(name) for name in names}}
+
+
+def test_the_command_offered_before_the_test_extra_is_installed_says_what_to_install() -> None:
+    """The README offers ``python -m tests.lifecycle`` right after its first command, which
+    installs the hook alone: every module of the test extra hidden, it says so in one line."""
+    hidden = sorted(modules_of_the_test_extra())
+    assert {"yaml", "cel", "kubernetes_validate", "jsonschema", "pytest"} <= set(hidden)
+    script = f"import runpy, sys; sys.modules.update(dict.fromkeys({hidden!r})); runpy.run_module('tests.lifecycle', run_name='__main__')"
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("python -m tests.lifecycle needs the test tools (yaml is missing): "
+                             ".venv/bin/pip install -q -e '.[test]', the README's second command, installs them\n")
 
 
 def reasons(world: World, name: str = PVC_MODEL) -> list[str]:

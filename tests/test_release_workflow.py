@@ -1,5 +1,5 @@
-"""The release workflow: actionlint finds nothing, it tests before it publishes, it
-publishes only the tag of the package's version, and it pushes the image the manifests pull.
+"""The release workflow: actionlint finds nothing, it runs CI's workflow before it publishes,
+it publishes only the tag of the package's version, and it pushes the image the manifests pull.
 """
 
 from __future__ import annotations
@@ -15,43 +15,35 @@ import yaml
 
 from hooks import __version__
 from tests import dockerfile
-from tests.installed_tool import installed_tool
+from tests.workflows import REPO, actionlint, load
 
-REPO = Path(__file__).resolve().parent.parent
-WORKFLOW_FILE = REPO / ".github" / "workflows" / "release.yaml"
-WORKFLOW: dict[Any, Any] = yaml.safe_load(WORKFLOW_FILE.read_text(encoding="utf-8"))
-JOBS: dict[str, Any] = WORKFLOW["jobs"]
+RELEASE = load("release.yaml")
+WORKFLOW = RELEASE.document
+JOBS = RELEASE.jobs
 
 
 def step_using(job: str, action: str) -> dict[str, Any]:
-    (step,) = [step for step in JOBS[job]["steps"] if step.get("uses", "").startswith(f"{action}@")]
-    return step
+    return RELEASE.step_using(job, action)
 
 
 def test_workflow_has_no_actionlint_finding() -> None:
-    result = subprocess.run(
-        [installed_tool("actionlint"), "-no-color", str(WORKFLOW_FILE)], capture_output=True, text=True, timeout=60, cwd=REPO
-    )
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert actionlint(RELEASE) == (0, "", "")
 
 
 def test_workflow_runs_on_a_pushed_version_tag_only() -> None:
-    # YAML 1.1 reads the key `on` as true.
-    assert WORKFLOW[True] == {"push": {"tags": ["v*"]}}
+    assert RELEASE.triggers == {"push": {"tags": ["v*"]}}
 
 
 def test_every_action_is_pinned_to_a_major_version_or_a_commit() -> None:
     for job in JOBS.values():
-        for step in job["steps"]:
+        for step in job.get("steps", []):
             if "uses" in step:
                 assert re.fullmatch(r"[\w.-]+/[\w.-]+@(v\d+(\.\d+){0,2}|[0-9a-f]{40})", step["uses"]), step["uses"]
 
 
-def test_tests_run_as_ci_runs_them_on_the_image_python() -> None:
-    steps = JOBS["test"]["steps"]
-    assert {"name": "Run the test suite as .ci/run does", "run": "bash .ci/run"} in steps
-    for job in JOBS:
-        assert step_using(job, "actions/setup-python")["with"] == {"python-version": dockerfile.python_version()}
+def test_the_tests_are_cis_own_workflow_and_the_image_job_runs_the_image_python() -> None:
+    assert JOBS["test"] == {"uses": "./.github/workflows/ci.yaml"}
+    assert step_using("image", "actions/setup-python")["with"] == {"python-version": dockerfile.python_version()}
 
 
 def test_image_is_published_only_after_the_tests_and_with_only_the_rights_it_needs() -> None:

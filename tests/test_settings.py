@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from hooks.settings import GROUPS, ConfigError, JobSettings, RetrySettings, ServerSettings, Settings, documented
+from hooks.settings import (
+    GROUPS,
+    MAX_PORT,
+    ConfigError,
+    JobSettings,
+    RetrySettings,
+    ServerSettings,
+    Settings,
+    Variable,
+    WholeNumber,
+    documented,
+    parse_bind,
+)
 
 
 def test_defaults_are_the_documented_values() -> None:
@@ -271,3 +284,45 @@ def test_each_default_passes_the_check_its_variable_gets() -> None:
         if getattr(group, item.name) not in ("", None)
     }
     assert Settings.from_env(environment) == defaults
+
+
+CONFIGURATION_PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+
+
+def documented_row(variable: str) -> str:
+    """The row of docs/configuration.md that documents ``variable``, as a reader finds it."""
+    (row,) = [line for line in CONFIGURATION_PAGE.read_text(encoding="utf-8").splitlines() if line.startswith(f"| `{variable}`")]
+    return row
+
+
+WHOLE_NUMBERS = [variable for _, variable, _ in documented() if isinstance(variable.parse, WholeNumber)]
+
+
+@pytest.mark.parametrize("variable", WHOLE_NUMBERS, ids=lambda variable: variable.name)
+def test_every_whole_number_range_the_page_shows_is_the_one_enforced(variable: Variable) -> None:
+    """The page's ``(low to high)``, read as a reader reads it, is exactly what the variable accepts."""
+    found = re.search(r"\((\d+) to (\d+)\) \|$", documented_row(variable.name))
+    assert found, f"docs/configuration.md shows no range for {variable.name}"
+    low, high = int(found.group(1)), int(found.group(2))
+    assert [variable.parse(variable.name, str(value)) for value in (low, high)] == [low, high]
+    for outside in (low - 1, high + 1):
+        with pytest.raises(ConfigError, match=rf"^{variable.name}={outside} is outside {low} to {high}$"):
+            variable.parse(variable.name, str(outside))
+
+
+def test_the_ranges_that_are_not_whole_number_variables_are_on_the_page_too() -> None:
+    """The port of an address and the quantities' floor."""
+    assert f"a port of 0 to {MAX_PORT}" in documented_row("HOOK_BIND")
+    assert parse_bind("--bind", f"127.0.0.1:{MAX_PORT}")
+    with pytest.raises(ConfigError, match=f"a port of 0 to {MAX_PORT}"):
+        parse_bind("--bind", f"127.0.0.1:{MAX_PORT + 1}")
+    for quantity in ("JOB_CPU_REQUEST", "JOB_CPU_LIMIT", "JOB_MEMORY_REQUEST", "JOB_MEMORY_LIMIT"):
+        assert "a Kubernetes quantity above zero" in documented_row(quantity)
+        with pytest.raises(ConfigError, match=f"{quantity}='0' must be above zero"):
+            Settings.from_env({quantity: "0"})
+
+
+@pytest.mark.parametrize("variable", ["JOB_RUN_AS_USER", "JOB_RUN_AS_GROUP"])
+def test_root_is_refused_by_the_range_alone(variable: str) -> None:
+    with pytest.raises(ConfigError, match=rf"^{variable}=0 is outside 1 to {2**31 - 1}$"):
+        Settings.from_env({variable: "0"})

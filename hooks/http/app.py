@@ -120,11 +120,21 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
-        """Werkzeug's refusals outside a hook call (unknown path, wrong method) as JSON too."""
+        """Werkzeug's refusals outside a hook call (unknown path, wrong method) as JSON too;
+        an unknown path is answered with the paths there are, read from the app's routes."""
+        if error.code == 404:
+            return _json({"error": f"no such path {request.path}; this hook serves {_served(app)}"}, 404)
         return _json({"error": error.description or error.name}, error.code or 400)
 
     app.wsgi_app = HooksInFront(hooks.answer, app.wsgi_app)  # type: ignore[method-assign]
     return app
+
+
+def _served(app: Flask) -> str:
+    """Every method and path the app answers, in the order they were added: ``POST /sync,
+    ..., GET /metrics``."""
+    return ", ".join(f"{method} {rule.rule}" for rule in app.url_map.iter_rules() if rule.endpoint != "static"
+                     for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}))
 
 
 class HookCalls:
@@ -148,7 +158,7 @@ class HookCalls:
         if call.decision is not None:
             decision = call.decision
             metrics.series(metrics.decisions, decision.flow, decision.state, decision.reason).inc()
-        sys.stderr.write(_log_line(call, result.status, elapsed) + "\n")
+        sys.stderr.write(_log_line(call, result.status, elapsed, self.clock()) + "\n")
         return result
 
     def _respond(self, call: Call, environ: WSGIEnvironment) -> Answer:
@@ -234,10 +244,11 @@ def _read_body(environ: WSGIEnvironment, limit: int) -> bytes:
         raise ClientDisconnected() from None
 
 
-def _log_line(call: Call, status: int, elapsed: float) -> str:
-    """One JSON line per request: who asked about which model, and what was decided."""
+def _log_line(call: Call, status: int, elapsed: float, at: datetime) -> str:
+    """One JSON line per request: when (by the app's clock, so a replay at another time logs
+    that time), who asked about which model, and what was decided."""
     line: dict[str, Any] = {
-        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "time": at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "hook": call.hook,
         "status": status,
         "outcome": call.outcome,

@@ -24,6 +24,7 @@ from typing import Callable, Protocol
 
 import yaml
 
+from tests import reference
 from tests.cluster import builds, ome_manager
 from tests.cluster.control_plane import ADMIN, METACONTROLLER, ControlPlane
 from tests.cluster.hook_proxy import HookProxy
@@ -38,9 +39,6 @@ from tests.metacontroller.selection import Obj
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_DOC = REPO / "docs" / "install.md"
-SHARED_CRDS = REPO.parent / "shared" / "reference" / "crds"
-METACONTROLLER_CRDS = ("metacontroller.k8s.io_compositecontrollers.yaml", "metacontroller.k8s.io_decoratorcontrollers.yaml",
-                       "metacontroller.k8s.io_controllerrevisions.yaml")
 DOCS_URL = "https://basemodel-hook.example.com"
 MODELS = "ome.io/v1beta1"
 SAMPLES_PARAGRAPH = "To try a model"
@@ -140,7 +138,7 @@ class Tier:
     def _install_metacontroller(self) -> None:
         """Metacontroller's own install, as far as the hook meets it: its CRDs, its namespace
         and ServiceAccount (the fence's owner), and the RBAC it grants itself for its own objects."""
-        self.plane.kubectl("apply", "--server-side", *[f"--filename={SHARED_CRDS / name}" for name in METACONTROLLER_CRDS])
+        self.plane.kubectl("apply", "--server-side", *[f"--filename={reference.crd(name)}" for name in reference.METACONTROLLER_CRDS])
         objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "metacontroller"}},
                    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "metacontroller", "namespace": "metacontroller"}},
                    *OWN_RBAC]
@@ -274,8 +272,8 @@ class Tier:
         def done() -> bool:
             if self.kubelet.errors:
                 raise RuntimeError(f"the kubelet failed: {self.kubelet.errors}")
-            if self.proxy is not None and self.proxy.errors:
-                raise RuntimeError(f"the hook proxy failed: {self.proxy.errors}")
+            if self.proxy is not None:
+                self.proxy.check()
             return condition()
         self.metacontroller.wait_until(done, seconds, what)
 
