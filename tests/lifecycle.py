@@ -87,6 +87,13 @@ class World:
         model["spec"]["storage"]["storageUri"] = uri
         self.sim.cluster.update(model)
 
+    def touch(self, name: str = PVC_MODEL) -> None:
+        """Any annotation, which calls the model's controllers as docs/install.md says."""
+        model = self.model(name)
+        assert model is not None
+        model["metadata"].setdefault("annotations", {})["touched-at"] = str(self.sim.clock.now.timestamp())
+        self.sim.cluster.update(model)
+
     def delete_model(self, name: str = PVC_MODEL) -> None:
         self.sim.cluster.delete("ome.io/v1beta1", self.kind, self.namespace, name)
 

@@ -112,8 +112,8 @@ def fold_jobs(seen: Observation, location: PVCLocation, settings: Settings, now:
 
 def _requested_again(record: Record, model: Model) -> Record:
     """An attempt whose Job is not observed, requested again under its Job's name: the one
-    the record names if the hook derives it for that attempt (a Job from before release
-    0.2.0 keeps its name), else the one it derives now; never a name merely read."""
+    the record names if the hook derives it for that attempt (a Job release 0.1.0
+    started keeps its name), else the one it derives now; never a name merely read."""
     derived = job_names(model, record.storage_uri, [record.attempts])
     name = record.job_name if record.job_name in derived else job_name(model, record.storage_uri, record.attempts)
     return record._replace(job_name=name, result=Result.PENDING, message="")

@@ -94,7 +94,7 @@ def retry_delay(attempt: int, retry: RetrySettings) -> int:
 def read_record(seen: Observation, namespace: str) -> Remembered:
     """The observed record in the Jobs' namespace or, where there is none, what the model's
     status shows of it (``status.metadataExtraction``: how a model keeps its attempts under
-    the hook's CRDs when its record was lost, or was a ConfigMap before release 0.2.0). It
+    the hook's CRDs when its record was lost, or was the ConfigMap release 0.1.0 kept). It
     counts only if it concerns the current URI: a new URI starts from nothing. A field that
     does not read as what the hook wrote reads as absent."""
     model = seen.model

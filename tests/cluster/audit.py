@@ -20,7 +20,7 @@ from tests.metacontroller import identities
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 MODEL_RESOURCES = ("basemodels", "clusterbasemodels")
-CHILD_RESOURCES = ("jobs", "serviceaccounts", "configmaps", "roles", "rolebindings", "clusterroles", "clusterrolebindings")
+CHILD_RESOURCES = ("jobs", "serviceaccounts", "extractionrecords", "roles", "rolebindings", "clusterroles", "clusterrolebindings")
 ACTORS = {
     identities.METACONTROLLER: "Metacontroller",
     identities.OME_MANAGER: "OME's manager",
