@@ -321,3 +321,24 @@ def test_a_model_extracted_before_the_record_was_a_kind_of_its_own_keeps_its_att
     assert response["status"]["metadataExtraction"]["attempts"] == 3 and "Job" not in kinds(response)
     [record] = [child for child in response["children"] if child["kind"] == "ExtractionRecord"]
     assert (record["spec"]["attempts"], record["spec"]["result"]) == (3, "Succeeded")
+
+
+@pytest.mark.parametrize("fixture", ["basemodel-rbac-ready-creates-job", "basemodel-job-running-after-hook-restart",
+                                     "basemodel-retries-exhausted"])
+def test_an_answer_changed_by_its_reader_leaves_the_next_answer_as_it_was(fixture: str) -> None:
+    """Nothing an answer holds is shared with a later one: whatever the caller does to it
+    (the simulators clone every answer, so only this shows it), the next is the golden one."""
+    request_file = golden.FIXTURES / "sync" / f"{fixture}.request.json"
+    first = sync(golden.load(request_file), SETTINGS, NOW).response
+
+    def scramble(value: Any) -> None:
+        if isinstance(value, dict):
+            for key in list(value):
+                scramble(value[key])
+                value[key] = "changed" if isinstance(value[key], str) else value[key]
+        elif isinstance(value, list):
+            for item in value:
+                scramble(item)
+            value.append("added")
+    scramble(first)
+    assert sync(golden.load(request_file), SETTINGS, NOW).response == golden.load(golden.response_file(request_file))

@@ -9,10 +9,11 @@ A model's ServiceAccount, Role and RoleBinding share one name, and its Jobs' nam
 that name followed by a short hash of the URI and the attempt, so ``kubectl get`` shows
 which grant belongs to which Job.
 
-A model's Job, access objects and names depend on nothing but its identity, its location
-and the Job's settings, which are the same on every sync of it: they are built once and
-remembered (bounded, for the models synced lately). The remembered objects are shared
-between answers, so nothing may change them: the hook only serializes them.
+A model's names depend on nothing but its identity, its URI and the attempt, which are the
+same on every sync of it: they are derived once and remembered (bounded, for the models
+synced lately), as strings, which nothing can change. The Job and its access objects are
+built afresh for each answer, which costs less than copying remembered ones would, and no
+answer can then reach into another's.
 """
 
 from __future__ import annotations
@@ -186,7 +187,6 @@ def build_job(model: Model, attempt: Attempt, settings: JobSettings, name: str) 
     return _job(_identity(model), attempt, settings, name)
 
 
-@functools.lru_cache(maxsize=1024)
 def _job(identity: Identity, attempt: Attempt, settings: JobSettings, name: str) -> dict[str, Any]:
     location = attempt.location
     scope = ["--cluster-scoped"] if not identity.namespace else ["--basemodel-namespace", identity.namespace]
@@ -270,7 +270,6 @@ def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
     return _access(_identity(model), model.resource, namespace)
 
 
-@functools.lru_cache(maxsize=1024)
 def _access(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
     """The ServiceAccount and its grant: a Role in the model's namespace for a BaseModel,
     a ClusterRole for a ClusterBaseModel (which has no namespace to hold a Role)."""

@@ -6,14 +6,17 @@ simulator's (``twins``); the session prints them as one table.
 
 from __future__ import annotations
 
+import time
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 
-from tests.cluster import ome_manager, race, twins
+from tests.cluster import audit, ome_manager, race, twins
 from tests.cluster.model_files import BROKEN_CONFIG, PARAMETER_SIZE, write_model
 from tests.cluster.story import HF_URI, LABEL, SUB_PATH, Story
 from tests.cluster.tier import Tier, why
+from tests.metacontroller import identities
 
 pytestmark = pytest.mark.cluster
 
@@ -176,3 +179,27 @@ def test_the_hooks_crds_and_then_omes_again_change_what_the_status_keeps_and_not
         story.create()
     for story in late:
         story.wait_for(("Ready", "Ready"), READY_SECONDS)
+
+
+def test_under_omes_crds_each_sync_sends_the_status_again_and_the_api_server_stores_nothing(tier: Tier) -> None:
+    """Metacontroller injects ``observedGeneration`` into the status before it compares it
+    with the stored one, which OME's CRDs prune: every sync sends the status again. The API
+    server finds the object unchanged and stores nothing: the model keeps its resourceVersion,
+    so no watch event goes out and OME's manager has nothing to react to. A change of the
+    model's PVC (a related object) brings such a sync at a steady state."""
+    story, _ = ready_story(tier, "BaseModel", "pruned")
+    settled(story)
+    tier.metacontroller.run_for(5)
+    before = story.model()
+    since = datetime.now(timezone.utc)
+    tier.plane.kubectl("annotate", "persistentvolumeclaim", "model-storage", "--namespace", story.namespace, "--overwrite",
+                       f"touched-at={time.time_ns()}")
+
+    def sent_again() -> bool:
+        return any(write.user == identities.METACONTROLLER and write.subresource == "status" and write.name == story.name
+                   for write in audit.writes(tier.plane.audit_log, since, datetime.now(timezone.utc)))
+    tier.wait(sent_again, STEP_SECONDS, "Metacontroller's status write after the PVC changed")
+    tier.metacontroller.run_for(5)
+    after = story.model()
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    assert after["status"] == before["status"] == {"state": "Ready"}

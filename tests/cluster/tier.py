@@ -194,12 +194,14 @@ class Tier:
             raise RuntimeError(f"{shlex.join(command)} failed: {result.stderr}")
         return result
 
-    def start_metacontroller(self) -> None:
+    def start_metacontroller(self, arguments: tuple[str, ...] = ()) -> None:
+        """The binary ``METACONTROLLER_BIN`` names (with ``arguments`` after the tier's own
+        flags, which they override), or the simulated one."""
         assert self.proxy is not None
         started = time.monotonic()
         path = binary()
         if path is not None:
-            real = MetacontrollerBinary(self.plane, path)
+            real = MetacontrollerBinary(self.plane, path, arguments)
             real.start()
             self.metacontroller = real
         else:
