@@ -53,14 +53,14 @@ def ready_story(tier: Tier, kind: str, name: str) -> tuple[Story, dict[str, Any]
     return story, story.wait_for(("Ready", "Ready"), READY_SECONDS)
 
 
-def happy_path(tier: Tier, kind: str, title: str) -> None:
+def happy_path(tier: Tier, kind: str, title: str, ome_crds: bool = True) -> None:
     """A model on a Bound PVC: Ready, with the real agent's metadata, one Job, the hook's children."""
     story, model = ready_story(tier, kind, "happy")
     assert model["spec"]["modelParameterSize"] == PARAMETER_SIZE
     assert story.labelled() and race.OME_FINALIZERS[kind] in model["metadata"]["finalizers"]
     settled(story)
     assert len(story.jobs()) == 1
-    story.report(title, twins.happy_path(kind))
+    story.report(title, twins.happy_path(kind, ome_crds))
 
 
 @pytest.mark.parametrize("kind", KINDS)
