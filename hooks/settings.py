@@ -362,13 +362,13 @@ class SyncSettings:
     reads, when to come back to a deletion that waits, and to a label not yet written."""
 
     read_job_pods: bool = setting(
-        True,
+        False,
         Variable(
             "READ_JOB_PODS",
             _boolean,
             "ask Metacontroller for the metadata Jobs' pods, so a failure quotes the agent's last error and a stuck "
-        "pod says why; Metacontroller then caches every pod of the cluster: `false` leaves them out (and those "
-        "words out of the status)",
+            "pod says why; Metacontroller then caches every pod of the cluster, about 1 GiB per 10,000 pods "
+            "([costs](operations.md#what-it-costs-the-cluster)); without them a failure says where its log is",
         ),
     )
     finalize_resync_seconds: int = setting(
@@ -384,8 +384,9 @@ class SyncSettings:
         Variable(
             "LABEL_RESYNC_SECONDS",
             WholeNumber(1, 300),
-            "how soon the label keeper looks again at a model whose label it asked to change, seconds: Metacontroller "
-            "drops the write when another writer updated the model first, and nothing else would call the keeper again",
+            "how soon the label keeper looks again at a model whose label or annotations it asked to change, seconds: "
+            "Metacontroller drops the write when another writer updated the model first, and nothing else would call "
+            "the keeper again",
         ),
     )
 

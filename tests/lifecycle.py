@@ -87,6 +87,13 @@ class World:
         model["spec"]["storage"]["storageUri"] = uri
         self.sim.cluster.update(model)
 
+    def touch(self, name: str = PVC_MODEL) -> None:
+        """Any annotation, which calls the model's controllers as docs/install.md says."""
+        model = self.model(name)
+        assert model is not None
+        model["metadata"].setdefault("annotations", {})["touched-at"] = str(self.sim.clock.now.timestamp())
+        self.sim.cluster.update(model)
+
     def delete_model(self, name: str = PVC_MODEL) -> None:
         self.sim.cluster.delete("ome.io/v1beta1", self.kind, self.namespace, name)
 
@@ -110,7 +117,7 @@ class World:
         """The kinds of every object the hook's models own (its children, any namespace)."""
         return sorted(obj["kind"] for (api, kind, _, _), obj in self.sim.cluster.objects.items()
                       if kind in ("Job", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
-                      or (kind == "ConfigMap" and obj["metadata"].get("namespace") == NAMESPACE))
+                      or (kind == "ExtractionRecord" and obj["metadata"].get("namespace") == NAMESPACE))
 
     def install_ome_crds(self) -> None:
         """OME's ``ome-crd`` chart applies its own CRDs again: the API server prunes every

@@ -28,7 +28,7 @@ PARENT = {
 CHILDREN = {
     "Job.batch/v1": {},
     "ServiceAccount.v1": {},
-    "ConfigMap.v1": {},
+    "ExtractionRecord.ome-basemodel-hook.ome.io/v1alpha1": {},
     "Role.rbac.authorization.k8s.io/v1": {},
     "RoleBinding.rbac.authorization.k8s.io/v1": {},
 }
@@ -159,7 +159,7 @@ def test_an_unknown_path_is_answered_with_every_path_the_hook_serves(client: Fla
     reply = client.open(path, method=method, json={})
     assert reply.status_code == 404
     assert reply.get_json() == {"error": f"no such path {path}; this hook serves POST /sync, POST /customize, POST /finalize, "
-                                         "POST /label, GET /healthz, GET /readyz, GET /metrics"}
+                                         "POST /label, POST /label-customize, GET /healthz, GET /readyz, GET /metrics"}
 
 
 def test_health_and_readiness(client: FlaskClient) -> None:

@@ -261,7 +261,7 @@ def test_replay_answers_without_credentials_where_the_environment_requires_them(
 def test_replay_refuses_a_hook_the_server_does_not_serve(capsys: pytest.CaptureFixture[str]) -> None:
     request_file = golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"
     assert main(["replay", str(request_file), "--hook", "nodes/sync"]) == EXIT_BAD_CONFIGURATION
-    assert capsys.readouterr().err.splitlines() == ["basemodel-hook: --hook 'nodes/sync' is not one of sync, customize, finalize, label"]
+    assert capsys.readouterr().err.splitlines() == ["basemodel-hook: --hook 'nodes/sync' is not one of sync, customize, finalize, label, label-customize"]
 
 
 def test_replay_into_a_pipe_closed_early_ends_quietly() -> None:

@@ -18,7 +18,7 @@ CHILDREN = {
         [
             ("batch/v1", "jobs"),
             ("v1", "serviceaccounts"),
-            ("v1", "configmaps"),
+            ("ome-basemodel-hook.ome.io/v1alpha1", "extractionrecords"),
             ("rbac.authorization.k8s.io/v1", "roles"),
             ("rbac.authorization.k8s.io/v1", "rolebindings"),
         ],
@@ -28,7 +28,7 @@ CHILDREN = {
         [
             ("batch/v1", "jobs"),
             ("v1", "serviceaccounts"),
-            ("v1", "configmaps"),
+            ("ome-basemodel-hook.ome.io/v1alpha1", "extractionrecords"),
             ("rbac.authorization.k8s.io/v1", "clusterroles"),
             ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
         ],
@@ -55,7 +55,7 @@ def test_compositecontroller_validates_against_metacontrollers_crd(
 @pytest.mark.parametrize("name", sorted(CHILDREN))
 def test_compositecontroller_declares_exactly_the_hooks_children_only_the_record_in_place(controllers, name):
     """OnDelete: Metacontroller never edits a Job or RBAC object (the hook renames what
-    changes); the record ConfigMap, the hook's memory, is updated in place."""
+    changes); the record, the hook's memory, is updated in place."""
     parent, children = CHILDREN[name]
     spec = controllers[name]["spec"]
     assert spec["parentResource"] == {"apiVersion": "ome.io/v1beta1", "resource": parent, "ignoreStatusChanges": True,
@@ -64,7 +64,7 @@ def test_compositecontroller_declares_exactly_the_hooks_children_only_the_record
     declared = [(c["apiVersion"], c["resource"]) for c in spec["childResources"]]
     assert sorted(declared) == sorted(children)
     for child in spec["childResources"]:
-        method = "InPlace" if child["resource"] == "configmaps" else "OnDelete"
+        method = "InPlace" if child["resource"] == "extractionrecords" else "OnDelete"
         assert child["updateStrategy"] == {"method": method}, child
 
 
@@ -127,17 +127,19 @@ def test_label_keeper_looks_at_every_model_of_both_kinds_but_not_at_status_write
         assert set(resource) <= DECORATOR_RESOURCE_FIELDS
 
 
-def test_label_keeper_has_only_a_sync_hook_and_no_attachments(decorator, rendered):
+def test_label_keeper_has_a_sync_and_a_customize_hook_and_no_attachments(decorator, rendered):
     """A finalize hook would put Metacontroller's finalizer on every model, OME's too;
-    attachments would make it own objects. It only labels."""
+    attachments would make it own objects. It labels, and asks for what the why is read
+    from."""
     assert set(decorator["spec"]) == {"resources", "hooks"}
-    (hook,) = decorator["spec"]["hooks"].values()
-    assert set(decorator["spec"]["hooks"]) == {"sync"}
+    assert set(decorator["spec"]["hooks"]) == {"sync", "customize"}
     service = one(rendered, "Service", HOOK_NAME)
-    assert hook["version"] == "v2"
-    assert hook["webhook"]["service"] == {
-        "name": service["metadata"]["name"], "namespace": service["metadata"]["namespace"], "port": 80, "protocol": "http",
-    }
-    assert hook["webhook"]["path"] == "/label"
-    assert hook["webhook"]["responseUnMarshallMode"] == "strict"
-    assert GO_DURATION.match(hook["webhook"]["timeout"]) and "etag" not in hook["webhook"]
+    for name, path in (("sync", "/label"), ("customize", "/label-customize")):
+        hook = decorator["spec"]["hooks"][name]
+        assert hook["version"] == "v2"
+        assert hook["webhook"]["service"] == {
+            "name": service["metadata"]["name"], "namespace": service["metadata"]["namespace"], "port": 80, "protocol": "http",
+        }
+        assert hook["webhook"]["path"] == path
+        assert hook["webhook"]["responseUnMarshallMode"] == "strict"
+        assert GO_DURATION.match(hook["webhook"]["timeout"]) and "etag" not in hook["webhook"]

@@ -181,7 +181,6 @@ def test_crd_status_schema_has_the_fields_the_hook_writes(our_crds, kind):
         "attempts",
         "jobName",
         "result",
-        "startedAt",
         "failedAt",
         "failureReason",
         "message",

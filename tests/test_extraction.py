@@ -44,7 +44,7 @@ def test_requested_job_is_not_created_once_the_metadata_is_in_the_spec() -> None
     request = rbac_ready()
     request["parent"]["spec"].update(modelType="llama", modelArchitecture="LlamaForCausalLM", modelParameterSize="8.03B")
     response = sync(request, SETTINGS, NOW).response
-    assert kinds(response) == ["ConfigMap"], "the record stays, the Job and its access objects go"
+    assert kinds(response) == [], "the Job and its access objects go, and no attempt ended"
     assert response["status"]["state"] == "Ready"
     assert condition(response, "MetadataReady")["reason"] == "MetadataPresent"
 
@@ -53,9 +53,17 @@ def test_job_waits_for_its_service_account_and_rbac() -> None:
     request = rbac_ready()
     request["children"]["RoleBinding.rbac.authorization.k8s.io/v1"] = {}
     response = sync(request, SETTINGS, NOW).response
-    assert kinds(response) == ["ServiceAccount", "Role", "RoleBinding", "ConfigMap"]
+    assert kinds(response) == ["ServiceAccount", "Role", "RoleBinding"]
     assert "RBAC" in condition(response, "MetadataReady")["message"]
-    assert "the Job follows" in response["status"]["metadataExtraction"]["message"]
+    assert "after its ServiceAccount and RBAC" in response["status"]["metadataExtraction"]["message"]
+
+
+def test_the_status_does_not_change_between_the_access_objects_and_the_job_they_wait_for() -> None:
+    """One write fewer to Ready: the sync that asks for the access objects and the one that
+    asks for the Job say the same."""
+    waiting = rbac_ready()
+    waiting["children"]["RoleBinding.rbac.authorization.k8s.io/v1"] = {}
+    assert sync(waiting, SETTINGS, NOW).response["status"] == sync(rbac_ready(), SETTINGS, NOW).response["status"]
 
 
 def running(request: dict[str, Any]) -> dict[str, Any]:
@@ -197,17 +205,17 @@ def test_recorded_failure_far_ahead_still_asks_to_be_called_within_the_longest_d
     assert 0 < sync(request, SETTINGS, NOW).response["resyncAfterSeconds"] <= SETTINGS.retry.max_delay_seconds
 
 
-@pytest.mark.parametrize("attempts", ["0", "", "one", "-1", "2147483648"])
+@pytest.mark.parametrize("attempts", [0, "", "1", -1, 2147483648, True])
 def test_record_without_a_count_of_attempts_reads_as_nothing_tried(attempts: str) -> None:
     request = rbac_ready()
-    golden.observed_record(request).update(attempts=attempts, result="Failed", failedAt="2026-11-30T11:59:00Z")
+    golden.recorded(request, attempts=attempts, result="Failed", failedAt="2026-11-30T11:59:00Z")
     response = sync(request, SETTINGS, NOW).response
     assert response["status"]["metadataExtraction"]["attempts"] == 1 and "Job" in kinds(response)
 
 
 def test_record_without_a_result_is_written_back_without_one_while_deleting() -> None:
     request = rbac_ready()
-    del golden.observed_record(request)["result"]
+    golden.recorded(request, attempts=1, jobName=golden.load(golden.response_file(golden.FIXTURES / "sync" / "basemodel-rbac-ready-creates-job.request.json"))["status"]["metadataExtraction"]["jobName"])
     request["parent"]["metadata"]["deletionTimestamp"] = "2026-11-30T11:59:50Z"
     record = sync(request, SETTINGS, NOW, finalize=True).response["status"]["metadataExtraction"]
     assert "result" not in record and record["attempts"] == 1
@@ -215,16 +223,15 @@ def test_record_without_a_result_is_written_back_without_one_while_deleting() ->
 
 def test_the_record_of_another_uri_is_dropped_and_the_new_uri_starts_over() -> None:
     request = rbac_ready()
-    golden.observed_record(request).update(storageUri="pvc://old-store/models/llama", attempts="5", result="Failed",
-                                failedAt="2026-11-30T11:59:59Z")
+    golden.recorded(request, attempts=5, result="Failed", failedAt="2026-11-30T11:59:59Z")
+    golden.observed_record(request)["storageUri"] = "pvc://old-store/models/llama"
     response = sync(request, SETTINGS, NOW).response
-    [record] = [child for child in response["children"] if child["kind"] == "ConfigMap"]
-    assert record["data"]["storageUri"] == request["parent"]["spec"]["storage"]["storageUri"]
-    assert record["data"]["attempts"] == "1" and "Job" in kinds(response)
+    assert "ExtractionRecord" not in kinds(response), "nothing reads a record of another URI, and nothing ended yet"
+    assert response["status"]["metadataExtraction"]["attempts"] == 1 and "Job" in kinds(response)
 
 
 def test_the_status_is_not_the_memory_a_pruned_or_edited_status_changes_no_decision() -> None:
-    """OME's own CRD prunes status.metadataExtraction; the record ConfigMap is what counts."""
+    """OME's own CRD prunes status.metadataExtraction; the record is what counts."""
     request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-failed-backoff-waiting-retry.request.json")
     answer = sync(request, SETTINGS, NOW).response
     pruned = copy.deepcopy(request)
@@ -255,15 +262,83 @@ def test_failure_quotes_its_pod_from_the_records_own_field_once_the_pods_are_gon
     assert record["podEnded"] == said and record["message"].endswith(f"; its last pod ended: {said}")
 
 
-@pytest.mark.parametrize(("seconds", "failed"), [(0, False), (239, False), (240, True), (3600, True)])
-def test_a_running_attempt_out_of_view_fails_only_once_its_job_cannot_run_any_more(seconds: int, failed: bool) -> None:
-    """Created at 11:58, deadline 300 s, a minute's grace: until 12:04 Metacontroller's view
-    may only be behind (a Job informer that listed from a lagging API server), so the Job's
-    access stays and no next attempt starts; from then on it failed."""
-    request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-out-of-view-may-still-run.request.json")
+@pytest.mark.parametrize("seconds", [0, 240, 3600])
+def test_an_attempt_whose_job_is_out_of_view_is_requested_again_under_its_own_name(seconds: int) -> None:
+    """Deleted by hand, or a view behind (an informer that listed again from a lagging API
+    server): the Job is asked for again under its attempt's name, which creates nothing
+    where it still exists; its access stays, and nothing counts as failed."""
+    request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-gone-while-running-requested-again.request.json")
+    recorded = request["parent"]["status"]["metadataExtraction"]["jobName"]
     response = sync(request, SETTINGS, NOW + timedelta(seconds=seconds)).response
-    ready = condition(response, "MetadataReady")
-    assert (ready["reason"] == "JobFailed") is failed
-    assert ("ServiceAccount" in kinds(response)) is not failed and "Job" not in kinds(response)
-    if not failed:
-        assert response["resyncAfterSeconds"] == max(240 - seconds, 1)
+    assert condition(response, "MetadataReady")["reason"] == "JobPending"
+    assert [child["metadata"]["name"] for child in response["children"] if child["kind"] == "Job"] == [recorded]
+    assert {"ServiceAccount", "Role", "RoleBinding"} <= set(kinds(response))
+
+
+def ended(request: dict[str, Any], condition_type: str) -> dict[str, Any]:
+    """The request once the running Job ended (``Complete`` or ``Failed``)."""
+    [job] = request["children"]["Job.batch/v1"].values()
+    job["status"] = {"conditions": [{"type": condition_type, "status": "True", "reason": "BackoffLimitExceeded" if condition_type == "Failed" else "",
+                                     "message": "", "lastTransitionTime": "2026-11-30T11:59:59Z"}]}
+    return request
+
+
+def test_an_attempt_under_way_writes_no_record_and_its_end_does() -> None:
+    """While its Job exists the Job says how the attempt stands: no record is written (a
+    stored one would be returned as it is, which costs Metacontroller no write); once the
+    Job ended, the record says how."""
+    request = running(rbac_ready())
+    request["children"]["ExtractionRecord.ome-basemodel-hook.ome.io/v1alpha1"] = {}
+    assert "ExtractionRecord" not in kinds(sync(request, SETTINGS, NOW).response)
+    [record] = [child for child in sync(ended(request, "Complete"), SETTINGS, NOW).response["children"] if child["kind"] == "ExtractionRecord"]
+    assert record["spec"]["result"] == "Succeeded"
+
+
+@pytest.mark.parametrize("condition_type", ["Complete", "Failed"])
+def test_the_grant_goes_as_soon_as_the_job_finished_though_the_job_stays_for_its_logs(condition_type: str) -> None:
+    """A finished pod's token is still valid: nothing may use it to write the model."""
+    response = sync(ended(running(rbac_ready()), condition_type), SETTINGS, NOW).response
+    assert "Job" in kinds(response)
+    assert not {"ServiceAccount", "Role", "RoleBinding"} & set(kinds(response))
+
+
+def test_a_failure_no_pod_explains_names_the_agents_log() -> None:
+    request = ended(running(rbac_ready()), "Failed")
+    message = condition(sync(request, SETTINGS, NOW).response, "MetadataReady")["message"]
+    [job] = request["children"]["Job.batch/v1"].values()
+    assert f"kubectl logs -n models job/{job['metadata']['name']}" in message
+
+
+def test_a_model_extracted_before_the_record_was_a_kind_of_its_own_keeps_its_attempts_from_its_status() -> None:
+    """Release 0.1.0 kept the record in a ConfigMap, which the CompositeController no longer
+    reads; the status shows the same fields under the hook's CRDs, and the next record is
+    written from them: no Job runs again and the count stays."""
+    request = golden.load(golden.FIXTURES / "sync" / "basemodel-job-gone-after-ttl-stays-ready.request.json")
+    shown = golden.observed_record(request)
+    request["children"]["ExtractionRecord.ome-basemodel-hook.ome.io/v1alpha1"] = {}
+    request["parent"]["status"]["metadataExtraction"] = {**shown, "attempts": 3, "startedAt": "2026-11-30T11:50:00Z"}
+    response = sync(request, SETTINGS, NOW).response
+    assert response["status"]["metadataExtraction"]["attempts"] == 3 and "Job" not in kinds(response)
+    [record] = [child for child in response["children"] if child["kind"] == "ExtractionRecord"]
+    assert (record["spec"]["attempts"], record["spec"]["result"]) == (3, "Succeeded")
+
+
+@pytest.mark.parametrize("fixture", ["basemodel-rbac-ready-creates-job", "basemodel-job-running-after-hook-restart",
+                                     "basemodel-retries-exhausted"])
+def test_an_answer_changed_by_its_reader_leaves_the_next_answer_as_it_was(fixture: str) -> None:
+    """Nothing an answer holds is shared with a later one: whatever the caller does to it
+    (the simulators clone every answer, so only this shows it), the next is the golden one."""
+    request_file = golden.FIXTURES / "sync" / f"{fixture}.request.json"
+    first = sync(golden.load(request_file), SETTINGS, NOW).response
+
+    def scramble(value: Any) -> None:
+        if isinstance(value, dict):
+            for key in list(value):
+                scramble(value[key])
+                value[key] = "changed" if isinstance(value[key], str) else value[key]
+        elif isinstance(value, list):
+            for item in value:
+                scramble(item)
+            value.append("added")
+    scramble(first)
+    assert sync(golden.load(request_file), SETTINGS, NOW).response == golden.load(golden.response_file(request_file))

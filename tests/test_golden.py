@@ -10,7 +10,7 @@ import pytest
 
 from tests import golden
 from tests.metacontroller.feedback import apply
-from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
+from tests.schemas import KUBERNETES_VERSIONS, child_errors, status_errors
 
 CASES = golden.cases()
 IDS = [f"{golden.hook_of(path)}/{path.name.removesuffix('.request.json')}" for path in CASES]
@@ -18,7 +18,8 @@ ANSWER_KEYS = {
     "sync": {"status", "children", "resyncAfterSeconds"},
     "finalize": {"status", "children", "resyncAfterSeconds", "finalized"},
     "customize": {"relatedResources"},
-    "label": {"labels", "resyncAfterSeconds"},
+    "label": {"labels", "annotations", "resyncAfterSeconds"},
+    "label-customize": {"relatedResources"},
 }
 
 
@@ -62,7 +63,7 @@ def test_every_child_validates_against_kubernetes_schema(
     request_file: Path, version: str, answers: dict[Path, tuple[int, bytes]]
 ) -> None:
     for child in json.loads(answers[request_file][1])["children"]:
-        assert kubernetes_errors(child, version) == [], child["metadata"]["name"]
+        assert child_errors(child, version) == [], child["metadata"]["name"]
 
 
 @pytest.mark.parametrize("request_file", SYNC_CASES, ids=SYNC_IDS)
@@ -98,7 +99,8 @@ def test_feeding_the_answer_back_reaches_a_fixpoint(request_file: Path) -> None:
     pytest.fail(f"children still changing after 4 rounds; last answer: {json.dumps(response)[:2000]}")
 
 
-CUSTOMIZE_CASES = [path for path in CASES if golden.hook_of(path) == "customize"]
+CUSTOMIZE_CASES = [path for path in CASES if golden.hook_of(path) in ("customize", "label-customize")]
+CLUSTER_SCOPED_RESOURCES = {"clusterroles", "clusterrolebindings"}
 
 
 @pytest.mark.parametrize("request_file", CUSTOMIZE_CASES, ids=[path.name for path in CUSTOMIZE_CASES])
@@ -112,5 +114,5 @@ def test_related_rules_obey_metacontrollers_combination_rules(
         assert set(rule) <= allowed and rule["apiVersion"] and rule["resource"]
         assert not ("names" in rule and ({"labelSelector", "namespaceSelector"} & set(rule)))
         assert not ("namespace" in rule and "namespaceSelector" in rule)
-        if "names" in rule:
+        if "names" in rule and rule["resource"] not in CLUSTER_SCOPED_RESOURCES:
             assert rule.get("namespace")

@@ -14,6 +14,7 @@ from tests.manifests import HOOK_NAME, HOOK_NS, LABEL_KEEPER, METACONTROLLER_ROL
 from tests.schemas import KUBERNETES_VERSIONS, served
 
 COMMON_LABELS = {"app.kubernetes.io/name": HOOK_NAME, "app.kubernetes.io/part-of": "ome"}
+RECORD_CRD = "extractionrecords.ome-basemodel-hook.ome.io"
 
 
 def test_kustomize_renders_exactly_the_expected_objects(rendered):
@@ -21,6 +22,7 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
     assert kinds == sorted(
         [
             ("Namespace", HOOK_NS),
+            ("CustomResourceDefinition", RECORD_CRD),
             ("ServiceAccount", HOOK_NAME),
             ("Deployment", HOOK_NAME),
             ("Service", HOOK_NAME),
@@ -39,8 +41,9 @@ def test_kustomize_renders_exactly_the_expected_objects(rendered):
 
 def test_the_crds_are_a_layer_of_their_own_so_removing_the_hook_deletes_no_model(rendered, rendered_crds):
     """Deleting a CRD deletes every object of its kind: `kubectl delete -k metacontroller/`
-    must never reach the BaseModel CRDs, which only `metacontroller/crds` renders."""
-    assert not [o for o in rendered if o["kind"] == "CustomResourceDefinition"]
+    must never reach the BaseModel CRDs, which only `metacontroller/crds` renders. It
+    removes only the CRD of the hook's own records, which go with the hook."""
+    assert [o["metadata"]["name"] for o in rendered if o["kind"] == "CustomResourceDefinition"] == [RECORD_CRD]
     assert sorted((o["kind"], o["metadata"]["name"]) for o in rendered_crds) == [
         ("CustomResourceDefinition", "basemodels.ome.io"),
         ("CustomResourceDefinition", "clusterbasemodels.ome.io"),

@@ -15,7 +15,7 @@ import pytest
 from hooks.pvc.job_outcome import MESSAGE_LIMIT, JobOutcome, Result, agent_said, pod_waiting, read_outcome
 from tests import golden
 
-JOB = {"metadata": {"name": "llama-3-1-8b-metadata-a5a494cca1", "namespace": "models"}}
+JOB = {"metadata": {"name": "llama-3-1-8b-metadata-2bd87517-a5a494", "namespace": "models"}}
 CAUSE = "failed to parse model config at /mnt/models: invalid character '}' looking for beginning of object key string"
 FINAL = "model-metadata encountered an error during execution"
 STACK = "main.(*ModelMetadataAgent).Start\n\t/workspace/cmd/ome-agent/model_metadata_agent.go:72"

@@ -24,7 +24,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # Reading a Metacontroller request, for any flow.
     ("request.py",),
     # The PVC flow: the URI, the request read for it, the storage, the Job and its outcome,
-    # the record of the attempts, the plan, and the status composed from them.
+    # the record of the attempts, the plan, the status composed from them and the decision
+    # that runs them in order; then its why as annotations, and the related objects the
+    # controllers ask for.
     ("pvc/storage_uri.py",),
     ("pvc/observation.py",),
     ("pvc/storage.py",),
@@ -33,7 +35,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pvc/record.py",),
     ("pvc/extraction.py",),
     ("pvc/status.py",),
-    # The hooks' answers: a model handed back, the label, the related objects; then sync.
+    ("pvc/decision.py",),
+    ("pvc/annotations.py", "pvc/related.py"),
+    # The hooks' answers: a model handed back, the label and the why, the related objects;
+    # then sync.
     ("hand_back.py", "label_keeper.py", "customize.py"),
     ("sync.py",),
     # The HTTP shell, then the command line.

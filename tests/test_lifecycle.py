@@ -28,24 +28,24 @@ from tests.metacontroller.ome import FINALIZERS
 # At most, for each kind: sync, finalize, customize, label, create, delete, update, status
 # write, label write, OME status write, OME refused (lifecycle.COLUMNS).
 BUDGETS: dict[str, tuple[int, ...]] = {
-    "happy path to Ready": (7, 0, 2, 4, 5, 0, 3, 4, 1, 0, 19),
-    "a day after Ready": (9, 0, 3, 4, 5, 3, 3, 4, 1, 0, 108),
+    "happy path to Ready": (6, 0, 2, 9, 5, 3, 0, 3, 3, 0, 18),
+    "a day after Ready": (7, 0, 3, 10, 5, 3, 0, 3, 3, 0, 107),
     "100 resyncs, steady state": (100, 0, 5, 100, 0, 0, 0, 0, 0, 0, 6),
-    "TTL removes the finished Job": (2, 0, 1, 0, 0, 3, 0, 0, 0, 0, 4),
-    "Job fails twice, then succeeds": (33, 0, 2, 4, 7, 0, 9, 10, 1, 0, 43),
-    "Job deadline exceeded": (12, 0, 1, 3, 6, 0, 5, 6, 1, 0, 13),
-    "PVC late, bound later, deleted": (10, 0, 2, 4, 5, 0, 3, 7, 1, 0, 32),
-    "URI changed mid-Job": (11, 0, 3, 5, 6, 1, 5, 6, 1, 0, 19),
+    "TTL removes the finished Job": (1, 0, 1, 1, 0, 0, 0, 0, 0, 0, 4),
+    "Job fails twice, then succeeds": (32, 0, 2, 39, 13, 9, 2, 9, 9, 0, 42),
+    "Job deadline exceeded": (11, 0, 1, 15, 9, 3, 0, 5, 5, 0, 12),
+    "PVC late, bound later, deleted": (9, 0, 2, 18, 5, 3, 0, 6, 6, 0, 32),
+    "URI changed mid-Job": (9, 0, 3, 14, 6, 4, 0, 5, 5, 0, 18),
     "hf:// model made Ready by OME": (0, 0, 0, 1, 0, 0, 0, 0, 0, 2, 0),
-    "hf:// -> pvc://": (7, 0, 2, 5, 5, 0, 3, 4, 1, 2, 17),
-    "pvc:// -> hf:// mid-Job": (5, 2, 2, 6, 5, 5, 2, 4, 2, 0, 2),
-    "pvc:// -> hf://, then the nodes report it": (0, 2, 1, 3, 0, 5, 0, 1, 1, 1, 0),
-    "deletion of a pvc:// model": (0, 2, 1, 2, 0, 5, 0, 1, 0, 0, 0),
+    "hf:// -> pvc://": (6, 0, 2, 10, 5, 3, 0, 3, 3, 2, 17),
+    "pvc:// -> hf:// mid-Job": (4, 2, 2, 9, 4, 4, 0, 3, 3, 0, 1),
+    "pvc:// -> hf://, then the nodes report it": (0, 2, 1, 3, 0, 2, 0, 1, 1, 1, 0),
+    "deletion of a pvc:// model": (0, 2, 1, 2, 0, 2, 0, 1, 0, 0, 0),
     "deletion of an hf:// model": (0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0),
-    "install over existing models": (7, 0, 3, 5, 5, 0, 3, 4, 1, 0, 17),
-    "OME's CRDs after a failed extraction, a day": (72, 0, 2, 3, 9, 3, 15, 61, 1, 0, 157),
-    "Metacontroller restart mid-Job": (9, 0, 3, 5, 5, 0, 3, 4, 1, 0, 19),
-    "hook restart mid-Job": (7, 0, 2, 4, 5, 0, 3, 4, 1, 0, 19),
+    "install over existing models": (6, 0, 3, 10, 5, 3, 0, 3, 3, 0, 17),
+    "OME's CRDs after a failed extraction, a day": (70, 0, 2, 81, 21, 15, 4, 59, 15, 0, 156),
+    "Metacontroller restart mid-Job": (8, 0, 3, 12, 5, 3, 0, 3, 3, 0, 18),
+    "hook restart mid-Job": (6, 0, 2, 9, 5, 3, 0, 3, 3, 0, 18),
 }
 CASES = [(name, kind) for name in SCENARIOS for kind in KINDS]
 
@@ -117,15 +117,16 @@ def status(world: World, name: str = PVC_MODEL) -> dict[str, Any]:
 
 
 def hooks_children(kind: str) -> list[str]:
-    access = ["Role", "RoleBinding"] if kind == "BaseModel" else ["ClusterRole", "ClusterRoleBinding"]
-    return sorted(["ConfigMap", "Job", "ServiceAccount", *access])
+    """What a model that became Ready owns: its finished Job, kept for its log until its TTL,
+    and its record; the grant went when the Job finished."""
+    return ["ExtractionRecord", "Job"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_happy_path_reaches_ready_with_one_job_and_the_agents_spec_write(kind: str, outcomes: Any) -> None:
     world = outcomes[("happy path to Ready", kind)].world
     assert reasons(world) == ["JobPending", "JobRunning", "Ready"]
-    assert world.state() == ("Ready", "Ready") and world.jobs_created == [0.005]
+    assert world.state() == ("Ready", "Ready") and world.jobs_created == [0.0]
     assert world.owned() == hooks_children(kind)
     assert world.agent.writes == 1 and world.model()["spec"]["modelArchitecture"] == "LlamaForCausalLM"
 
@@ -138,7 +139,7 @@ def test_beside_ome_a_ready_model_stays_ready_a_whole_day_and_ome_writes_nothing
     first_ready = next(seconds for seconds, state, _, _ in outcome.world.transitions[PVC_MODEL] if state == "Ready")
     assert [item for item in outcome.world.transitions[PVC_MODEL] if item[0] > first_ready] == []
     assert outcome.counts["OME status write"] == 0 and outcome.counts["OME refused"] > 0
-    assert outcome.world.state() == ("Ready", "Ready") and outcome.world.jobs_created == [0.005]
+    assert outcome.world.state() == ("Ready", "Ready") and outcome.world.jobs_created == [0.0]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -151,7 +152,7 @@ def test_a_steady_state_writes_nothing(kind: str, outcomes: Any) -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_ttl_removal_of_the_finished_job_changes_nothing_the_model_says(kind: str, outcomes: Any) -> None:
     world = outcomes[("TTL removes the finished Job", kind)].world
-    assert world.jobs() == [] and world.owned() == ["ConfigMap"], "the record stays, the Job's access goes"
+    assert world.jobs() == [] and world.owned() == ["ExtractionRecord"], "the record stays"
     assert world.state() == ("Ready", "Ready")
 
 
@@ -159,17 +160,17 @@ def test_ttl_removal_of_the_finished_job_changes_nothing_the_model_says(kind: st
 def test_failed_jobs_are_retried_exactly_at_the_configured_delays(kind: str, outcomes: Any) -> None:
     world = outcomes[("Job fails twice, then succeeds", kind)].world
     failures = [seconds for seconds, state, _, _ in world.transitions[PVC_MODEL] if state == "Failed"]
-    assert failures == [90.005, 190.0]
+    assert failures == [90.0, 190.0]
     # failedAt is the FailureTarget time to the second; the delays are 10 s, then 20 s.
-    assert world.jobs_created == [0.005, 90 + 10, 190 + 20]
+    assert world.jobs_created == [0.0, 90 + 10, 190 + 20]
     assert world.state() == ("Ready", "Ready") and status(world)["metadataExtraction"]["attempts"] == 3
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_deadline_exceeded_is_reported_and_retried(kind: str, outcomes: Any) -> None:
     world = outcomes[("Job deadline exceeded", kind)].world
-    assert (300.005, "Failed", "JobDeadlineExceeded", True) in world.transitions[PVC_MODEL]
-    assert world.jobs_created == [0.005, 310.0]
+    assert (300.0, "Failed", "JobDeadlineExceeded", True) in world.transitions[PVC_MODEL]
+    assert world.jobs_created == [0.0, 310.0]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -182,7 +183,7 @@ def test_pvc_transitions_are_each_reported_and_no_job_runs_before_it_is_bound(ki
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_uri_change_mid_job_replaces_the_job(kind: str, outcomes: Any) -> None:
     world = outcomes[("URI changed mid-Job", kind)].world
-    assert world.jobs_created == [0.005, 30.0] and len(world.jobs()) == 1
+    assert world.jobs_created == [0.0, 30.0] and len(world.jobs()) == 1
     assert status(world)["metadataExtraction"]["storageUri"].endswith("/llama-3.1-8b-instruct")
     assert world.state() == ("Ready", "Ready")
 
@@ -204,7 +205,7 @@ def test_from_hf_to_pvc_the_model_is_the_hooks_from_its_next_sync_and_omes_state
     taken = next(index for index, (_, _, _, ours) in enumerate(transitions) if ours)
     assert transitions[taken - 1][1:3] == ("Ready", ""), "OME had made it Ready on the nodes"
     assert all(ours for _, _, _, ours in transitions[taken:]), "a status without the hook's conditions came back"
-    assert world.jobs_created == [40.005] and world.state() == ("Ready", "Ready")
+    assert world.jobs_created == [40.0] and world.state() == ("Ready", "Ready")
     assert "nodesReady" not in status(world)
 
 
@@ -215,7 +216,7 @@ def test_from_pvc_to_hf_mid_job_the_job_stops_the_hooks_objects_and_finalizer_go
     """v0.1.5's agents start no download after the change, so OME's view stays In_Transit
     for the hour: the status the hook handed back says exactly that, and nothing of its own."""
     world = outcomes[("pvc:// -> hf:// mid-Job", kind)].world
-    assert world.owned() == [] and world.jobs_created == [0.005]
+    assert world.owned() == [] and world.jobs_created == [0.0]
     model = world.model()
     assert status(world) == {"state": "In_Transit", "observedGeneration": model["metadata"]["generation"]}
     assert model["metadata"]["finalizers"] == [FINALIZERS[kind]]
@@ -252,16 +253,16 @@ def test_installed_over_existing_models_the_hook_takes_the_pvc_model_and_leaves_
     assert world.model(HF_MODEL)["metadata"]["finalizers"] == [FINALIZERS[kind]]
     assert "labels" not in world.model(HF_MODEL)["metadata"]
     assert world.transitions[PVC_MODEL][0][1:] == ("In_Transit", "", False), "OME's status before the install"
-    assert world.state() == ("Ready", "Ready") and world.jobs_created == [3600.005]
+    assert world.state() == ("Ready", "Ready") and world.jobs_created == [3600.0]
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_with_omes_crds_failures_stay_counted_no_job_loops_and_the_state_stays_true(kind: str, outcomes: Any) -> None:
-    """OME's CRD prunes the hook's status fields; the record ConfigMap keeps the attempts."""
+    """OME's CRD prunes the hook's status fields; the record keeps the attempts."""
     world = outcomes[("OME's CRDs after a failed extraction, a day", kind)].world
     assert len(world.jobs_created) == lifecycle.SETTINGS.retry.max_attempts
     assert status(world) == {"state": "Failed"}
-    assert world.owned() == ["ConfigMap"]
+    assert world.owned() == ["ExtractionRecord"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

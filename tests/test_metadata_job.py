@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -13,6 +14,7 @@ from hooks.pvc.metadata_job import (
     build_job,
     job_name,
     label_value,
+    model_jobs,
     model_labels,
     record_name,
 )
@@ -73,7 +75,7 @@ def test_every_label_value_fits_63_characters(namespace: str | None) -> None:
 
 
 def test_basemodel_job_runs_the_agent_against_the_read_only_pvc_with_the_documented_defaults() -> None:
-    job = build_job(model(), Attempt(LOCATION, URI, 1), JobSettings())
+    job = build_job(model(), Attempt(LOCATION, URI, 1), JobSettings(), job_name(model(), URI, 1))
     pod = job["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert job["metadata"]["namespace"] == "models"
@@ -94,14 +96,14 @@ def test_basemodel_job_runs_the_agent_against_the_read_only_pvc_with_the_documen
 
 
 def test_clusterbasemodel_job_runs_in_the_pvc_namespace_cluster_scoped() -> None:
-    job = build_job(model(namespace=None), Attempt(PVCLocation("shared", "store", "llama"), URI, 1), JobSettings())
+    job = build_job(model(namespace=None), Attempt(PVCLocation("shared", "store", "llama"), URI, 1), JobSettings(), job_name(model(namespace=None), URI, 1))
     args = job["spec"]["template"]["spec"]["containers"][0]["args"]
     assert job["metadata"]["namespace"] == "shared"
     assert args[-1] == "--cluster-scoped" and "--basemodel-namespace" not in args
 
 
 def test_pod_meets_pod_security_restricted_with_numeric_non_root_ids() -> None:
-    pod = build_job(model(), Attempt(LOCATION, URI, 1), JobSettings(run_as_user=4242, run_as_group=4343))["spec"]["template"]["spec"]
+    pod = build_job(model(), Attempt(LOCATION, URI, 1), JobSettings(run_as_user=4242, run_as_group=4343), job_name(model(), URI, 1))["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (4242, 4343)
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
@@ -116,7 +118,7 @@ def test_pod_meets_pod_security_restricted_with_numeric_non_root_ids() -> None:
 
 
 def job_template_labels() -> dict[str, str]:
-    return build_job(model(), Attempt(LOCATION, URI, 1), JobSettings())["spec"]["template"]["metadata"]["labels"]
+    return build_job(model(), Attempt(LOCATION, URI, 1), JobSettings(), job_name(model(), URI, 1))["spec"]["template"]["metadata"]["labels"]
 
 
 def test_basemodel_access_is_a_role_on_this_one_model() -> None:
@@ -141,7 +143,27 @@ def test_clusterbasemodel_binding_name_follows_its_subject_namespace() -> None:
 @pytest.mark.parametrize("namespace", ["models", None])
 def test_children_for_a_long_model_name_validate_strictly(version: str, namespace: str | None) -> None:
     target = model(LONG_NAME, namespace)
-    children = [build_job(target, Attempt(LOCATION, URI, 3), JobSettings()), *build_access(target, "models")]
+    children = [build_job(target, Attempt(LOCATION, URI, 3), JobSettings(), job_name(target, URI, 3)), *build_access(target, "models")]
     for child in children:
         assert kubernetes_errors(child, version) == []
         assert len(child["metadata"]["name"]) <= 63
+
+
+@pytest.mark.parametrize("namespace", ["models", None])
+def test_a_jobs_name_is_its_service_accounts_followed_by_the_attempts_hash(namespace: str | None) -> None:
+    """``kubectl get jobs,serviceaccounts,roles,rolebindings`` pairs each Job with its grant;
+    a ClusterBaseModel's ClusterRole and ClusterRoleBinding carry the same hash."""
+    target = model(namespace=namespace)
+    account, role, binding = build_access(target, "models")
+    job = job_name(target, URI, 2)
+    assert re.fullmatch(rf"{re.escape(account['metadata']['name'])}-[0-9a-f]{{6}}", job)
+    shared = account["metadata"]["name"].rsplit("-", 1)[1]
+    assert shared in role["metadata"]["name"] and shared in binding["metadata"]["name"]
+
+
+def test_a_job_named_as_release_0_1_0_named_it_is_still_recognised_as_its_attempt() -> None:
+    """A Job that runs across an upgrade of the hook is still the model's: returned, never deleted."""
+    digest = hashlib.sha256("\x00".join(["BaseModel", "models", "llama-3.1-8b", URI, "2"]).encode()).hexdigest()
+    job = {"metadata": {"name": f"llama-3-1-8b-metadata-{digest[:10]}", "namespace": "models"}}
+    assert model_jobs(model(), [job], "models", [1, 2, 3]) == {2: job}
+    assert model_jobs(model(), [job], "models", [1, 3]) == {}

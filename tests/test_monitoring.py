@@ -29,8 +29,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from hooks.http import app as app_module
 from hooks.http.app import create_app
 from hooks.label_keeper import PVC_STORAGE, STORAGE_LABEL, keep_label
-from hooks.settings import ServerSettings, Settings, SyncSettings
+from hooks.settings import ServerSettings, Settings
 from tests import docs
+from tests.golden import FIXTURE_NOW
 from tests.kustomize import documented_kustomization, render, write_overlay
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, kubernetes_errors
 
@@ -685,7 +686,7 @@ def test_kube_state_metrics_storage_label_reads_what_the_keeper_answered(ksm_con
     storage label otherwise (kube-state-metrics skips a label whose path is missing)."""
     request = json.loads(request_file.read_text(encoding="utf-8"))
     model = request["object"]
-    answer = keep_label(request, SyncSettings())
+    answer = keep_label(request, Settings(), FIXTURE_NOW)
     labels = {**model["metadata"].get("labels", {}), **answer["labels"]}
     model["metadata"]["labels"] = {k: v for k, v in labels.items() if v is not None}
     (resource,) = [r for r in ksm_config["spec"]["resources"] if r["groupVersionKind"]["kind"] == model["kind"]]

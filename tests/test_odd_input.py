@@ -139,7 +139,7 @@ def test_running_job_of_an_attempt_past_a_lowered_maximum_is_recognised_from_the
     del job["metadata"]["labels"][ATTEMPT_LABEL]
     model = read_model(request["parent"])
     job["metadata"]["name"] = job_name(model, model.storage_uri, 4)
-    golden.observed_record(request).update(attempts="4", jobName=job["metadata"]["name"], result="Running")
+    golden.recorded(request, attempts=4, jobName=job["metadata"]["name"], result="Running", podWaiting="ImagePullBackOff")
     status, body = post(request, Settings(retry=RetrySettings(max_attempts=2)))
     assert status == 200
     assert [child["metadata"]["name"] for child in returned_jobs(body)] == [job["metadata"]["name"]]

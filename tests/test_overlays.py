@@ -15,8 +15,8 @@ from tests.manifests import HOOK_IMAGE, HOOK_NAME, LABEL_KEEPER, METACONTROLLER_
 from tests.metacontroller.identities import METACONTROLLER, service_account
 from tests.test_fence import HOOK_STATUS, refusal_of, review, write
 
-# Both CompositeControllers' sync, customize and finalize hooks, and the label keeper's sync.
-HOOKS_CALLED = 7
+# Both CompositeControllers' sync, customize and finalize hooks, and the label keeper's sync and customize.
+HOOKS_CALLED = 8
 
 
 def documented_overlay_webhooks(tmp_path: Path, containing: str) -> dict[str, Obj]:

@@ -25,14 +25,14 @@ from hooks.reasons import ConditionType, Reason
 from hooks.request import BadRequest, Model, read_model
 from hooks.settings import Settings
 from hooks.sync import sync
-from tests.schemas import KUBERNETES_VERSIONS, kubernetes_errors, status_errors
+from tests.schemas import KUBERNETES_VERSIONS, child_errors, status_errors
 from tests.strategies import BOUNDED, NOW, customize_requests, sync_requests
 
 ANSWER_KEYS = {"status", "children", "resyncAfterSeconds"}
 CHILD_TYPES = {
-    "BaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("v1", "ConfigMap"), ("rbac.authorization.k8s.io/v1", "Role"),
+    "BaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("ome-basemodel-hook.ome.io/v1alpha1", "ExtractionRecord"), ("rbac.authorization.k8s.io/v1", "Role"),
                   ("rbac.authorization.k8s.io/v1", "RoleBinding")},
-    "ClusterBaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("v1", "ConfigMap"),
+    "ClusterBaseModel": {("batch/v1", "Job"), ("v1", "ServiceAccount"), ("ome-basemodel-hook.ome.io/v1alpha1", "ExtractionRecord"),
                          ("rbac.authorization.k8s.io/v1", "ClusterRole"), ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding")},
 }
 
@@ -40,7 +40,7 @@ CHILD_TYPES = {
 @lru_cache(maxsize=4096)
 def _kubernetes_errors(child: str) -> tuple[str, ...]:
     """Children repeat across examples; validate each distinct one once."""
-    return tuple(kubernetes_errors(json.loads(child), KUBERNETES_VERSIONS[-1]))
+    return tuple(child_errors(json.loads(child), KUBERNETES_VERSIONS[-1]))
 
 
 def answer(request: Any, settings: Settings, finalize: bool) -> dict[str, Any] | None:

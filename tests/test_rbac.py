@@ -66,11 +66,7 @@ def test_metacontroller_clusterrole_covers_parents_children_and_related(
                 (group, child["resource"], v)
                 for v in ("get", "list", "watch", "create", "update", "patch", "delete")
             ]
-    needed += [
-        ("", r, v)
-        for r in ("persistentvolumeclaims", "pods")
-        for v in ("get", "list", "watch")
-    ]
+    needed += [("", "persistentvolumeclaims", v) for v in ("get", "list", "watch")]
     needed += [("", "namespaces", v) for v in ("list", "watch")]
     needed += [("", "events", v) for v in ("create", "patch")]
     needed += [("metacontroller.k8s.io", r, v) for r in ("compositecontrollers", "decoratorcontrollers")

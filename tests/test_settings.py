@@ -44,7 +44,7 @@ def test_defaults_are_the_documented_values() -> None:
         memory_limit="512Mi",
     )
     assert settings.retry == RetrySettings(base_delay_seconds=10, max_delay_seconds=600, max_attempts=5)
-    assert (settings.sync.read_job_pods, settings.sync.finalize_resync_seconds) == (True, 30)
+    assert (settings.sync.read_job_pods, settings.sync.finalize_resync_seconds) == (False, 30)
     assert settings.server == ServerSettings(
         bind="127.0.0.1:8080",
         workers=None,

@@ -28,7 +28,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntity
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wsgi import get_content_length, get_input_stream
 
-from hooks.customize import customize
+from hooks.customize import customize, customize_keeper
 from hooks.http.auth import auth_scheme, authorized
 from hooks.http.metrics import CONTENT_TYPE, Metrics
 from hooks.label_keeper import keep_label
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 Clock = Callable[[], datetime]
-HOOKS = ("sync", "customize", "finalize", "label")
+HOOKS = ("sync", "customize", "finalize", "label", "label-customize")
 HOOK_PATHS = {f"/{hook}": hook for hook in HOOKS}
 JSON = "application/json"
 
@@ -186,8 +186,10 @@ class HookCalls:
             call.parent = body.get("object" if call.hook == "label" else "parent")
         if call.hook == "customize":
             return orjson.dumps(customize(body, self.settings))
+        if call.hook == "label-customize":
+            return orjson.dumps(customize_keeper(body, self.settings))
         if call.hook == "label":
-            return orjson.dumps(keep_label(body, self.settings.sync))
+            return orjson.dumps(keep_label(body, self.settings, self.clock()))
         call.decision = sync(body, self.settings, self.clock(), finalize=call.hook == "finalize")
         return orjson.dumps(call.decision.response)
 

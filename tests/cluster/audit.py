@@ -20,7 +20,7 @@ from tests.metacontroller import identities
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 MODEL_RESOURCES = ("basemodels", "clusterbasemodels")
-CHILD_RESOURCES = ("jobs", "serviceaccounts", "configmaps", "roles", "rolebindings", "clusterroles", "clusterrolebindings")
+CHILD_RESOURCES = ("jobs", "serviceaccounts", "extractionrecords", "roles", "rolebindings", "clusterroles", "clusterrolebindings")
 ACTORS = {
     identities.METACONTROLLER: "Metacontroller",
     identities.OME_MANAGER: "OME's manager",
@@ -87,11 +87,13 @@ class Story:
     namespace: str
 
     def concerns(self, write: Write) -> bool:
+        """The model's own writes, its namespace's, and (a ClusterBaseModel's grant being
+        cluster-wide) the cluster-scoped ones named after it; a BaseModel has none of those."""
         if write.resource in MODEL_RESOURCES:
             return write.name == self.name and (self.kind == "ClusterBaseModel" or write.namespace == self.namespace)
         if write.namespace:
             return write.namespace == self.namespace
-        return self.name in write.name
+        return self.kind == "ClusterBaseModel" and self.name in write.name
 
 
 def costs(log: Path, story: Story, since: datetime, until: datetime) -> dict[str, Counter[str]]:

@@ -78,6 +78,11 @@ class Story:
         self.tier.plane.kubectl("patch", PLURALS[self.kind], self.name, *self._namespace_flag(), "--type=merge",
                                 "--patch", f'{{"spec":{{"storage":{{"storageUri":"{uri}"}}}}}}')
 
+    def touch(self) -> None:
+        """Any annotation, as docs/install.md suggests to bring a model's next sync at once."""
+        self.tier.plane.kubectl("annotate", PLURALS[self.kind], self.name, *self._namespace_flag(), "--overwrite",
+                                f"touched-at={time.time_ns()}")
+
     def delete(self) -> None:
         self.tier.plane.kubectl("delete", PLURALS[self.kind], self.name, *self._namespace_flag(), "--wait=false")
 
@@ -114,7 +119,8 @@ class Story:
 
     def _candidates(self) -> list[Obj]:
         found = []
-        for api_version, resource in (("batch/v1", "jobs"), ("v1", "serviceaccounts"), ("v1", "configmaps"),
+        for api_version, resource in (("batch/v1", "jobs"), ("v1", "serviceaccounts"),
+                                      ("ome-basemodel-hook.ome.io/v1alpha1", "extractionrecords"),
                                       ("rbac.authorization.k8s.io/v1", "roles"), ("rbac.authorization.k8s.io/v1", "rolebindings")):
             found += self.tier.objects(api_version, resource, self.namespace)
         for resource in ("clusterroles", "clusterrolebindings"):

@@ -62,8 +62,8 @@ def test_the_model_files_declare_llama_31_8b_exactly_in_their_shards_headers(tmp
         json.loads(model_files.BROKEN_CONFIG)
 
 
-def test_the_docs_apply_commands_name_the_checkouts_layers_then_its_samples() -> None:
-    assert [command[-1] for command in install_commands()] == ["metacontroller/crds/", "metacontroller/"]
+def test_the_docs_apply_commands_name_the_checkouts_install_then_its_samples() -> None:
+    assert [command[-1] for command in install_commands()] == ["metacontroller/"]
     assert [command[-1] for command in sample_commands()] == ["metacontroller/samples/basemodel-pvc.yaml",
                                                              "metacontroller/samples/clusterbasemodel-pvc.yaml"]
     assert all((REPO / command[-1]).exists() for command in install_commands() + sample_commands())

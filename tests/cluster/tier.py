@@ -34,6 +34,7 @@ from tests.cluster.processes import Process
 from tests.cluster.metacontroller_binary import OWN_RBAC, MetacontrollerBinary, binary
 from tests.cluster.model_files import write_model
 from tests.cluster.real_time import RealTimeMetacontroller, http_hook
+from hooks.pvc.annotations import PREFIX as WHY_PREFIX
 from tests.helm import helm
 from tests.metacontroller.selection import Obj
 
@@ -193,12 +194,14 @@ class Tier:
             raise RuntimeError(f"{shlex.join(command)} failed: {result.stderr}")
         return result
 
-    def start_metacontroller(self) -> None:
+    def start_metacontroller(self, arguments: tuple[str, ...] = ()) -> None:
+        """The binary ``METACONTROLLER_BIN`` names (with ``arguments`` after the tier's own
+        flags, which they override), or the simulated one."""
         assert self.proxy is not None
         started = time.monotonic()
         path = binary()
         if path is not None:
-            real = MetacontrollerBinary(self.plane, path)
+            real = MetacontrollerBinary(self.plane, path, arguments)
             real.start()
             self.metacontroller = real
         else:
@@ -287,8 +290,14 @@ def volume_name(namespace: str, claim: str) -> str:
 
 
 def state(model: Obj | None) -> tuple[str, str]:
-    """A model's ``status.state`` and its Ready condition's reason (empty when absent)."""
+    """A model's ``status.state`` and the Ready reason its why annotation gives (empty when
+    absent): what a user reads of it whatever CRDs the cluster runs."""
     status = (model or {}).get("status") or {}
-    ready = next((item for item in status.get("conditions") or [] if item.get("type") == "Ready"), {})
-    return status.get("state", ""), ready.get("reason", "")
+    return status.get("state", ""), why(model, "reason")
+
+
+def why(model: Obj | None, key: str) -> str:
+    """One of the label keeper's ``ome-basemodel-hook.ome.io/`` annotations on the model ("" when absent)."""
+    annotations = ((model or {}).get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(f"{WHY_PREFIX}{key}", ""))
 
