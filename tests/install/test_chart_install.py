@@ -24,7 +24,7 @@ EVERYTHING: Values = (
     ("metacontroller.helmRelease", "metacontroller"),
     ("image.digest", "sha256:" + "0123456789abcdef" * 4),
 )
-# Groups whose kinds Kubernetes' own schemas do not describe (tests/test_monitoring.py checks prometheus-operator's).
+# Groups whose kinds Kubernetes' own schemas do not describe (tests/hook/test_monitoring.py checks prometheus-operator's).
 CUSTOM_GROUPS = {"metacontroller.k8s.io", "monitoring.coreos.com"}
 
 
