@@ -10,8 +10,8 @@ pytest marker ``cluster``, deselected by default; ``python -m pytest -m cluster`
   actor and an audit log; ``api``: a client of that API server;
 - ``ome_manager``: OME's CRDs, namespace, ConfigMap, RBAC and its real controller manager;
 - ``hook_server`` and ``hook_proxy``: ``basemodel-hook serve`` (or an older release's, from
-  its source tree), and the pass-through in
-  front of it that counts calls per model and can hold an answer;
+  its source tree), and the pass-through in front of it that counts calls per model and can
+  hold an answer;
 - ``kubelet``: the scheduler's and a kubelet's part for the Jobs' pods, running the real
   ``ome-agent`` with the pod's own arguments and credentials; ``model_files``: what it reads;
 - ``api_server_cluster`` and ``real_time``: the product's simulator of Metacontroller
