@@ -9,8 +9,9 @@ pytest marker ``cluster``, deselected by default; ``python -m pytest -m cluster`
 - ``control_plane``: etcd, kube-apiserver and kube-controller-manager, with one token per
   actor and an audit log; ``api``: a client of that API server;
 - ``ome_manager``: OME's CRDs, namespace, ConfigMap, RBAC and its real controller manager;
-- ``hook_server`` and ``hook_proxy``: ``basemodel-hook serve``, and the pass-through in
-  front of it that counts calls per model and can hold an answer;
+- ``hook_server`` and ``hook_proxy``: ``basemodel-hook serve`` (or an older release's, from
+  its source tree), and the pass-through in front of it that counts calls per model and can
+  hold an answer;
 - ``kubelet``: the scheduler's and a kubelet's part for the Jobs' pods, running the real
   ``ome-agent`` with the pod's own arguments and credentials; ``model_files``: what it reads;
 - ``api_server_cluster`` and ``real_time``: the product's simulator of Metacontroller
@@ -20,5 +21,8 @@ pytest marker ``cluster``, deselected by default; ``python -m pytest -m cluster`
   OME models that predate the hook; ``audit``: what the audit log counts, per actor and model,
   and what each of Metacontroller's writes of a model changed;
 - ``test_ome_crd_chart``: OME's ``ome-crd`` chart upgraded over the hook's CRDs with Helm 4
-  and Helm 3 (``tests/helm.py`` pins both), each on a control plane of its own.
+  and Helm 3 (``tests/helm.py`` pins both), each on a control plane of its own;
+- ``test_upgrade_from_0_1_0``: release 0.1.0, from its commit in the clone's history,
+  installed and served, then upgraded to the checkout as docs/install.md's "Upgrade" says,
+  on a control plane of its own.
 """

@@ -29,14 +29,16 @@ HOOK_TIMEOUT_SECONDS = 10.0
 IDLE_WAIT_SECONDS = 0.2
 WATCHED = [resource_of(api_version, resource) for api_version, resource in (
     ("ome.io/v1beta1", "basemodels"), ("ome.io/v1beta1", "clusterbasemodels"),
-    ("batch/v1", "jobs"), ("v1", "serviceaccounts"), ("ome-basemodel-hook.ome.io/v1alpha1", "extractionrecords"),
+    ("batch/v1", "jobs"), ("v1", "serviceaccounts"),
     ("rbac.authorization.k8s.io/v1", "roles"), ("rbac.authorization.k8s.io/v1", "rolebindings"),
     ("rbac.authorization.k8s.io/v1", "clusterroles"), ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
     ("v1", "persistentvolumeclaims"), ("v1", "namespaces"),
 )]
-"""What the product's controllers watch: the parents, the children, the related types its customize
-hooks name (pods only with READ_JOB_PODS=true, which the tier's hook leaves off), and the namespaces
-Metacontroller's customize manager always watches."""
+"""What the product's controllers watch whatever their release: the parents, the children every
+release has, the related types its customize hooks name (pods only with READ_JOB_PODS=true, which
+the tier's hook leaves off), and the namespaces Metacontroller's customize manager always watches.
+The rest of the children (the record's kind, which changed after 0.1.0) are read from the stored
+CompositeControllers, as Metacontroller starts an informer for each child type a controller names."""
 CONTROLLER_KINDS = (("compositecontrollers", "CompositeController"), ("decoratorcontrollers", "DecoratorController"))
 
 
@@ -69,12 +71,19 @@ class RealTimeMetacontroller(Simulator):
         self.client = client
 
     def start(self, hook: Hook) -> None:
-        """Fill the watch caches, then serve every stored CompositeController and DecoratorController with ``hook``."""
+        """Fill the watch caches (``WATCHED`` and the stored controllers' child types), then serve
+        every stored CompositeController and DecoratorController with ``hook``. The controllers are
+        read once: after they change, a new instance takes them, as Metacontroller stops and
+        starts a controller whose spec changed."""
+        controllers = [{"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": kind, **item}
+                       for resource, kind in CONTROLLER_KINDS
+                       for item in self.client.request("GET", f"/apis/metacontroller.k8s.io/v1alpha1/{resource}")["items"]]
+        children = [resource_of(child["apiVersion"], child["resource"]) for controller in controllers
+                    for child in controller["spec"].get("childResources") or []]
+        self.cluster.types = list(dict.fromkeys([*WATCHED, *children]))
         self.cluster.start()
-        for resource, kind in CONTROLLER_KINDS:
-            stored = self.client.request("GET", f"/apis/metacontroller.k8s.io/v1alpha1/{resource}")
-            for item in stored["items"]:
-                self.add_controller({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": kind, **item}, hook)
+        for controller in controllers:
+            self.add_controller(controller, hook)
 
     def stop(self) -> None:
         for controller in self.controllers:

@@ -72,9 +72,9 @@ def apply_commands(text: str) -> list[list[str]]:
             for line in block.splitlines() if line.startswith("kubectl apply")]
 
 
-def install_commands() -> list[list[str]]:
-    """docs/install.md's "Apply": the hook's two layers."""
-    return apply_commands(section(INSTALL_DOC, "## Apply").split(SAMPLES_PARAGRAPH, 1)[0])
+def install_commands(page: Path = INSTALL_DOC) -> list[list[str]]:
+    """docs/install.md's "Apply" (``page``, a release's own): the hook's layers."""
+    return apply_commands(section(page, "## Apply").split(SAMPLES_PARAGRAPH, 1)[0])
 
 
 def helm_commands() -> list[list[str]]:
@@ -147,21 +147,37 @@ class Tier:
 
     # --- the install, as the docs say ---------------------------------------------------------
 
-    def install(self) -> None:
-        """docs/install.md's "Apply" commands, then its "Your own URL" overlay naming the proxy in front of the hook."""
-        assert self.proxy is not None
+    def install(self, checkout: Path = REPO) -> None:
+        """docs/install.md's "Apply" commands, then its "Your own URL" overlay naming the proxy in
+        front of the hook; from ``checkout``, a release's source tree, with its own page."""
         started = time.monotonic()
-        for command in install_commands():
-            self.install_output.append(self.kubectl_as_user(command))
+        for command in install_commands(checkout / "docs" / "install.md"):
+            self.install_output.append(self.kubectl_as_user(command, checkout))
+        self.apply_own_url(checkout)
+        self.timings["install"] = time.monotonic() - started
+
+    def apply_own_url(self, checkout: Path = REPO) -> None:
+        """``checkout``'s docs/install.md "Your own URL" overlay, naming the proxy in front of the
+        hook, written over ``checkout``'s ``metacontroller/`` and applied: the user's one overlay,
+        pointed at the release they install or upgrade to."""
+        assert self.proxy is not None
+        page = checkout / "docs" / "install.md"
         overlay = self.workdir / "overlays" / "local-hook"
-        overlay.mkdir(parents=True)
-        own_url = re.search(r"\*\*Your own URL\.\*\*.*?```yaml\n(.*?)```", INSTALL_DOC.read_text(encoding="utf-8"), re.S)
-        assert own_url is not None, "docs/install.md has no 'Your own URL' overlay"
+        overlay.mkdir(parents=True, exist_ok=True)
+        own_url = re.search(r"\*\*Your own URL\.\*\*.*?```yaml\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+        assert own_url is not None, f"{page} has no 'Your own URL' overlay"
         text = own_url.group(1).replace(DOCS_URL, self.proxy.url)
-        text = text.replace("../../metacontroller", os.path.relpath(REPO / "metacontroller", overlay))
+        text = text.replace("../../metacontroller", os.path.relpath(checkout / "metacontroller", overlay))
         (overlay / "kustomization.yaml").write_text(text, encoding="utf-8")
         self.install_output.append(self.kubectl_as_user(["kubectl", "apply", "-k", str(overlay)]))
-        self.timings["install"] = time.monotonic() - started
+
+    def serve_hook(self, release: Path | None = None, settings: dict[str, str] | None = None) -> None:
+        """The hook behind the proxy replaced by a new server (``HookServer``'s ``release`` and
+        ``settings``), as an upgrade replaces the hook's pods: Metacontroller keeps its URL."""
+        assert self.hook is not None and self.proxy is not None
+        self.hook.stop()
+        self.hook = HookServer(self.workdir, release, settings)
+        self.proxy.upstream = self.hook.url
 
     def install_with_helm(self) -> None:
         """docs/install.md's "Helm" commands, the chart taken from the checkout rather than
@@ -185,11 +201,11 @@ class Tier:
             raise RuntimeError(f"{shlex.join(command)} failed: {result.stderr}")
         return result
 
-    def kubectl_as_user(self, command: list[str]) -> subprocess.CompletedProcess[str]:
-        """A docs command as the cluster admin types it, from the checkout."""
+    def kubectl_as_user(self, command: list[str], checkout: Path = REPO) -> subprocess.CompletedProcess[str]:
+        """A docs command as the cluster admin types it, from the checkout (or a release's source tree)."""
         assert command[0] == "kubectl"
         result = subprocess.run([str(builds.KUBERNETES.binary("kubectl")), "--kubeconfig", str(self.plane.kubeconfig(ADMIN)),
-                                 *command[1:]], cwd=REPO, capture_output=True, text=True, timeout=120)
+                                 *command[1:]], cwd=checkout, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             raise RuntimeError(f"{shlex.join(command)} failed: {result.stderr}")
         return result

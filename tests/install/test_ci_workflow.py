@@ -1,6 +1,6 @@
 """The CI workflow: actionlint finds nothing; every push to a branch and every pull request
 runs ``.ci/run`` on a runner without the reference pack, after fetching upstream's CRDs
-with the documented command; Go's build cache and the tiers' binaries are kept between
+with the documented command, in a checkout of the whole history; Go's build cache and the tiers' binaries are kept between
 runs, keyed by everything that pins a build."""
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ def test_workflow_has_no_actionlint_finding() -> None:
 def test_it_runs_on_every_branch_push_and_pull_request_and_for_the_release() -> None:
     """Not on a tag push: the release workflow calls it then, and it would run twice."""
     assert CI.triggers == {"push": {"branches": ["**"]}, "pull_request": None, "workflow_call": None}
+
+
+def test_it_checks_out_the_whole_history_for_the_upgrade_story_to_read_release_0_1_0() -> None:
+    """A shallow clone lacks 0.1.0's commit, and with CI=true the story would fail for it."""
+    assert CI.step_using("test", "actions/checkout")["with"] == {"fetch-depth": 0}
 
 
 def test_it_fetches_the_references_with_the_documented_command_then_runs_ci_last() -> None:
