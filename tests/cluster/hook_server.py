@@ -1,4 +1,14 @@
-"""The hook as users run it: ``basemodel-hook serve`` (gunicorn, its default settings) on 127.0.0.1."""
+"""The hook as users run it: ``basemodel-hook serve`` (gunicorn) on 127.0.0.1, as many replicas
+as the install's Deployment asks for, each with the Deployment's settings.
+
+A replica can be paused (SIGSTOP: it still accepts connections, but answers nothing),
+killed (SIGKILL) and started again, as the kubelet restarts a container that died; the
+Deployment can be rolled out with other settings, one replica at a time as its
+``RollingUpdate`` strategy does. The Service in front of the replicas is ``hook_proxy``,
+whose endpoints are the replicas ``serving`` names: a replica leaves them before a
+graceful restart and comes back once ready, while a killed one stays in them until it
+is started again, as an endpoint stays until its readiness probe fails.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +17,73 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import yaml
+
 from tests.cluster.processes import Process, free_port, wait_until
 
 SCRIPT = Path(sys.executable).with_name("basemodel-hook")
+DEPLOYMENT = Path(__file__).resolve().parents[2] / "metacontroller" / "deployment.yaml"
+CONTAINER_PATHS = ("PROMETHEUS_MULTIPROC_DIR",)
+"""Settings naming a path of the container's own filesystem (its /tmp emptyDir), which each
+replica here makes for itself instead."""
+READY_SECONDS = 30.0
+
+
+def deployment() -> tuple[int, dict[str, str]]:
+    """The install's replicas and its container's settings (those with a literal value)."""
+    manifest = yaml.safe_load(DEPLOYMENT.read_text(encoding="utf-8"))
+    container = manifest["spec"]["template"]["spec"]["containers"][0]
+    settings = {item["name"]: str(item["value"]) for item in container.get("env") or []
+                if "value" in item and item["name"] not in CONTAINER_PATHS}
+    return int(manifest["spec"]["replicas"]), settings
 
 
 class HookServer:
-    def __init__(self, workdir: Path) -> None:
+    """One replica, on a port of its own."""
+
+    def __init__(self, workdir: Path, index: int, settings: dict[str, str]) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.process = Process("basemodel-hook", [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{self.port}"],
-                               workdir / "basemodel-hook.log", dict(os.environ))
-        wait_until(lambda: urllib.request.urlopen(f"{self.url}/readyz", timeout=2).status == 200, 30,
-                   "the hook's /readyz", self.process)
+        self.process = Process(f"basemodel-hook-{index}", [str(SCRIPT), "serve", "--bind", f"127.0.0.1:{self.port}"],
+                               workdir / f"basemodel-hook-{index}.log", {**os.environ, **settings})
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        wait_until(lambda: urllib.request.urlopen(f"{self.url}/readyz", timeout=2).status == 200, READY_SECONDS,
+                   f"{self.process.name}'s /readyz", self.process)
+
+    def start(self, settings: dict[str, str] | None = None) -> None:
+        """Started again (with ``settings`` over the environment where given), once ready."""
+        if settings is not None:
+            self.process.environment = {**os.environ, **settings}
+        self.process.start()
+        self.wait_ready()
 
     def stop(self) -> None:
         self.process.stop()
+
+
+class HookDeployment:
+    """The replicas, and which of them the Service sends calls to."""
+
+    def __init__(self, workdir: Path) -> None:
+        replicas, self.settings = deployment()
+        self.replicas = [HookServer(workdir, index, self.settings) for index in range(replicas)]
+        self._serving = {replica.url for replica in self.replicas}
+
+    def serving(self) -> list[str]:
+        """The Service's endpoints, in the replicas' order."""
+        return [replica.url for replica in self.replicas if replica.url in self._serving]
+
+    def roll_out(self, settings: dict[str, str]) -> None:
+        """Every replica restarted with the Deployment's settings and ``settings`` over them,
+        one at a time, each out of the Service while it restarts."""
+        for replica in self.replicas:
+            self._serving.discard(replica.url)
+            replica.stop()
+            replica.start({**self.settings, **settings})
+            self._serving.add(replica.url)
+
+    def stop(self) -> None:
+        for replica in self.replicas:
+            replica.stop()
