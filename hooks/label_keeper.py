@@ -33,7 +33,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from hooks.pvc.annotations import NONE, Annotations, why
+from hooks.pvc.annotations import Annotations, removed, why
 from hooks.pvc.decision import decide
 from hooks.pvc.observation import CHILD_TYPES
 from hooks.pvc.related import keeper_rules
@@ -58,7 +58,7 @@ def keep_label(body: Any, settings: Settings, now: datetime) -> dict[str, Any]:
     model = read_model(obj)
     pvc = is_pvc_uri(model.storage_uri)
     answer: dict[str, Any] = {"labels": {STORAGE_LABEL: PVC_STORAGE if pvc else None}}
-    annotations = _why(body, model, settings, now) if pvc else NONE
+    annotations = _why(body, model, settings, now) if pvc else removed()
     if annotations is not None:
         answer["annotations"] = annotations
     metadata = field(obj, "metadata")

@@ -108,7 +108,7 @@ def metacontroller_role(rendered: list[Obj]) -> Obj:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if any(item.get_closest_marker("image") for item in session.items):
-        from tests.test_image_runtime import start_building
+        from tests.image_build import start_building
 
         start_building()
     if any(item.get_closest_marker(helm.MARKER) for item in session.items) and not helm.binary_path().is_file():
@@ -128,6 +128,6 @@ def helm_only_in_its_tier(request: pytest.FixtureRequest) -> Iterator[None]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The exploration tier says how many perturbation points it explored."""
-    module = sys.modules.get("tests.test_exploration")
+    module = sys.modules.get("tests.simulation.test_exploration")
     if module is not None and module.REPORT.explored:
         terminalreporter.write_line(module.REPORT.lines()[0])

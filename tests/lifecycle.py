@@ -6,7 +6,7 @@ reconcilers, ``tests/metacontroller/ome.py``) behind the shipped status fence, t
 with OME's model agents, the Job, TTL and PVC controllers and the metadata agent. A
 scenario plays its story on the simulator's clock and returns what the models went
 through and what it cost. ``python -m tests.lifecycle`` prints the costs beside their
-budgets (``BUDGETS``, which ``tests/test_lifecycle.py`` holds every run to).
+budgets (``BUDGETS``, which ``tests/simulation/test_lifecycle.py`` holds every run to).
 """
 
 from __future__ import annotations

@@ -31,8 +31,11 @@ KEYS = (STATE, REASON, MESSAGE, PVC, PVC_PHASE, PVC_CAPACITY, PVC_ACCESS_MODES, 
 Annotations = dict[str, "str | None"]
 """As a DecoratorController's answer merges them: a key answered ``None`` is removed."""
 
-NONE: Annotations = dict.fromkeys(KEYS)
-"""Every key removed: the answer for a model that is not the hook's."""
+
+def removed() -> Annotations:
+    """Every key removed: the answer for a model that is not the hook's (a new dict each time,
+    as every answer is its own)."""
+    return dict.fromkeys(KEYS)
 
 
 def why(decision: PVCDecision) -> Annotations:

@@ -143,11 +143,23 @@ class Story:
 
     # --- what it cost --------------------------------------------------------------------------------
 
+    @property
+    def audited(self) -> audit.Story:
+        """The story as the audit log tells its writes apart."""
+        return audit.Story(self.kind, self.name, self.namespace)
+
+    def model_writes(self, since: datetime | None = None) -> list[audit.ModelWrite]:
+        """Metacontroller's writes of the model outside its status, in order, since ``since``
+        (else the story's start)."""
+        time.sleep(AUDIT_FLUSH_SECONDS)
+        until = datetime.now(timezone.utc) + timedelta(seconds=1)
+        return audit.metacontroller_model_writes(self.tier.plane.audit_log, self.audited, since or self.started, until)
+
     def costs(self) -> tuple[dict[str, int], dict[str, Counter[str]]]:
         """The story's costs in ``COLUMNS``, and its writes per actor, from its start until now."""
         time.sleep(AUDIT_FLUSH_SECONDS)
         until = datetime.now(timezone.utc) + timedelta(seconds=1)
-        per_actor = audit.costs(self.tier.plane.audit_log, audit.Story(self.kind, self.name, self.namespace), self.started, until)
+        per_actor = audit.costs(self.tier.plane.audit_log, self.audited, self.started, until)
         proxy = self.tier.proxy
         assert proxy is not None
         about = self.about

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from hooks.pvc.annotations import STATE as WHY_STATE
 from tests.cluster import audit, ome_manager, race, twins
 from tests.cluster.model_files import BROKEN_CONFIG, PARAMETER_SIZE, write_model
 from tests.cluster.story import HF_URI, LABEL, SUB_PATH, Story
@@ -53,14 +54,14 @@ def ready_story(tier: Tier, kind: str, name: str) -> tuple[Story, dict[str, Any]
     return story, story.wait_for(("Ready", "Ready"), READY_SECONDS)
 
 
-def happy_path(tier: Tier, kind: str, title: str) -> None:
+def happy_path(tier: Tier, kind: str, title: str, ome_crds: bool = True) -> None:
     """A model on a Bound PVC: Ready, with the real agent's metadata, one Job, the hook's children."""
     story, model = ready_story(tier, kind, "happy")
     assert model["spec"]["modelParameterSize"] == PARAMETER_SIZE
     assert story.labelled() and race.OME_FINALIZERS[kind] in model["metadata"]["finalizers"]
     settled(story)
     assert len(story.jobs()) == 1
-    story.report(title, twins.happy_path(kind))
+    story.report(title, twins.happy_path(kind, ome_crds))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -181,25 +182,35 @@ def test_the_hooks_crds_and_then_omes_again_change_what_the_status_keeps_and_not
         story.wait_for(("Ready", "Ready"), READY_SECONDS)
 
 
-def test_under_omes_crds_each_sync_sends_the_status_again_and_the_api_server_stores_nothing(tier: Tier) -> None:
-    """Metacontroller injects ``observedGeneration`` into the status before it compares it
-    with the stored one, which OME's CRDs prune: every sync sends the status again. The API
-    server finds the object unchanged and stores nothing: the model keeps its resourceVersion,
-    so no watch event goes out and OME's manager has nothing to react to. A change of the
-    model's PVC (a related object) brings such a sync at a steady state."""
+def test_under_omes_crds_the_why_is_written_once_per_transition_and_a_steady_state_stores_nothing(tier: Tier) -> None:
+    """Metacontroller writes the model (outside its status) only to change something: the label
+    keeper its why (labels and annotations) once for each change of what it says, the
+    CompositeController its finalizer once; nothing while the why says the same. At a steady state each
+    sync still sends the status again: Metacontroller injects ``observedGeneration`` before it
+    compares with the stored status, which OME's CRDs prune. The API server finds the object
+    unchanged and stores nothing: the model keeps its resourceVersion, so no watch event goes
+    out and OME's manager has nothing to react to. Three changes of the model's PVC (a related
+    object of both controllers) bring three such syncs of each, as resyncs would."""
     story, _ = ready_story(tier, "BaseModel", "pruned")
     settled(story)
     tier.metacontroller.run_for(5)
+    written = story.model_writes()
+    assert written and all(before != after for before, after in zip(written, written[1:])), "a write that changed nothing"
+    whys = [write.why for write in written]
+    assert [why for why, previous in zip(whys, [{}, *whys]) if why != previous] == list({str(why): why for why in whys}.values())
+    assert whys[-1][WHY_STATE] == "Ready" and whys[0][WHY_STATE] == "In_Transit"
     before = story.model()
     since = datetime.now(timezone.utc)
-    tier.plane.kubectl("annotate", "persistentvolumeclaim", "model-storage", "--namespace", story.namespace, "--overwrite",
-                       f"touched-at={time.time_ns()}")
+    for touch in range(3):
+        tier.plane.kubectl("annotate", "persistentvolumeclaim", "model-storage", "--namespace", story.namespace, "--overwrite",
+                           f"touched-at={time.time_ns()}")
 
-    def sent_again() -> bool:
-        return any(write.user == identities.METACONTROLLER and write.subresource == "status" and write.name == story.name
-                   for write in audit.writes(tier.plane.audit_log, since, datetime.now(timezone.utc)))
-    tier.wait(sent_again, STEP_SECONDS, "Metacontroller's status write after the PVC changed")
+        def sent_again() -> bool:
+            return sum(write.user == identities.METACONTROLLER and write.subresource == "status" and write.name == story.name
+                       for write in audit.writes(tier.plane.audit_log, since, datetime.now(timezone.utc))) > touch
+        tier.wait(sent_again, STEP_SECONDS, f"Metacontroller's status write after change {touch + 1} of the PVC")
     tier.metacontroller.run_for(5)
     after = story.model()
+    assert story.model_writes(since) == []
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     assert after["status"] == before["status"] == {"state": "Ready"}

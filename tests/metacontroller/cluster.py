@@ -463,7 +463,7 @@ OME_STATUS_FIELDS = ("lifecycle", "nodesFailed", "nodesReady", "state")
 def ome_status_schema(kind: str) -> dict[str, Any]:
     """The status schema of OME's own CRD (its ``ome-crd`` chart): the shipped one's fields
     OME knows, nothing else, so the API server prunes the hook's conditions, storage and
-    metadataExtraction (checked against OME's CRD in ``tests/test_crds.py``)."""
+    metadataExtraction (checked against OME's CRD in ``tests/install/test_crds.py``)."""
     ours = crd_status_schema(kind)
     return {"properties": {key: ours["properties"][key] for key in OME_STATUS_FIELDS}, "required": ["state"], "type": "object"}
 

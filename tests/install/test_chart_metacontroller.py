@@ -13,7 +13,7 @@ import pytest
 from tests.chart import Values, refusal, render
 from tests.manifests import HOOK_NAME, METACONTROLLER_ROLE, Obj, one
 from tests.metacontroller.identities import METACONTROLLER, service_account
-from tests.test_fence import HOOK_STATUS, KINDS, refusal_of, review, write
+from tests.fence_review import HOOK_STATUS, KINDS, refusal_of, review, write
 
 pytestmark = pytest.mark.helm
 

@@ -15,7 +15,7 @@ import yaml
 
 from hooks import __version__
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "metacontroller"
 
 

@@ -13,7 +13,7 @@ from packaging.version import Version
 from tests import dockerfile
 from tests.installed_tool import installed_tool
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_dockerfile_has_no_hadolint_finding() -> None:

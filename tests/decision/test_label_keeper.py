@@ -3,7 +3,6 @@ nothing else (CONTRACT §3; issue 29: the why readable whatever CRDs the cluster
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
@@ -15,8 +14,6 @@ from hooks.request import BadRequest
 from hooks.settings import Settings, SyncSettings
 from hooks.sync import sync
 from tests import golden
-from tests.metacontroller import Simulator, core_hook, manifests
-from tests.metacontroller.webhook import Hook
 
 PVC_REQUEST = golden.FIXTURES / "label" / "basemodel-pvc-new.request.json"
 STEADY_REQUEST = golden.FIXTURES / "label" / "basemodel-ready-labelled-and-annotated-steady.request.json"
@@ -158,43 +155,3 @@ def test_a_request_that_is_not_a_decorator_sync_about_a_model_is_refused(body: A
 def test_a_model_without_a_storage_uri_is_refused_rather_than_guessed() -> None:
     with pytest.raises(BadRequest, match="storageUri"):
         keep_label(request_with_uri(None), SETTINGS, NOW)
-
-
-def keeper(hook: Hook) -> Simulator:
-    sim = Simulator()
-    for manifest in manifests("label-keeper.yaml"):
-        sim.add_controller(manifest, hook)
-    return sim
-
-
-def model(kind: str, uri: str) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": "llama", **({"namespace": "models"} if kind == "BaseModel" else {})}
-    return {"apiVersion": "ome.io/v1beta1", "kind": kind, "metadata": metadata, "spec": {"storage": {"storageUri": uri}}}
-
-
-@pytest.mark.parametrize("kind", ["BaseModel", "ClusterBaseModel"])
-def test_through_metacontroller_only_a_label_change_writes_the_model(kind: str) -> None:
-    """One write to label a pvc:// model, one to unlabel it when its URI leaves pvc://,
-    none for a model of other storage; a status write does not call the keeper."""
-    sim = keeper(core_hook(golden.fixture_settings(), lambda: golden.FIXTURE_NOW))
-    namespace = "models" if kind == "BaseModel" else None
-    sim.cluster.create(model(kind, "hf://meta-llama/Llama-3.1-8B"))
-    sim.run_until_quiet(3600)
-    assert sim.decorator_counts["parent write"] == 0 and sim.decorator_counts["status write"] == 0
-    stored = sim.cluster.get("ome.io/v1beta1", kind, namespace, "llama")
-    stored["spec"]["storage"]["storageUri"] = "pvc://models:store/llama" if namespace is None else "pvc://store/llama"
-    sim.cluster.update(stored)
-    sim.run_until_quiet(60)
-    labelled = sim.cluster.get("ome.io/v1beta1", kind, namespace, "llama")
-    assert labelled["metadata"]["labels"] == {STORAGE_LABEL: PVC_STORAGE}
-    assert sim.decorator_counts["parent write"] == 1
-    calls = sim.decorator_counts["sync"]
-    sim.cluster.update_status({**copy.deepcopy(labelled), "status": {"state": "In_Transit"}}, manager="ome-controller-manager")
-    sim.run_until_quiet(60)
-    assert sim.decorator_counts["sync"] == calls
-    labelled = sim.cluster.get("ome.io/v1beta1", kind, namespace, "llama")
-    labelled["spec"]["storage"]["storageUri"] = "hf://meta-llama/Llama-3.1-8B"
-    sim.cluster.update(labelled)
-    sim.run_until_quiet(60)
-    assert sim.cluster.get("ome.io/v1beta1", kind, namespace, "llama")["metadata"].get("labels") == {}
-    assert sim.decorator_counts["parent write"] == 2 and sim.decorator_counts["status write"] == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-HOOKS = Path(__file__).resolve().parents[1] / "hooks"
+HOOKS = Path(__file__).resolve().parents[2] / "hooks"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     # Words every module may use: Kubernetes' names and quantities, image references, OME's

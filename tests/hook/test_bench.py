@@ -15,7 +15,7 @@ import pytest
 
 from tests.unavailable import unavailable
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "sync" / "basemodel-job-running-v1-keys.request.json"
 # --baseline reads the repository's history; a copy of the files without it has none to read.
 @pytest.fixture

@@ -35,7 +35,7 @@ from tests.golden import FIXTURE_NOW
 from tests.kustomize import documented_kustomization, render, write_overlay
 from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, kubernetes_errors
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "metacontroller"
 MONITORING = MANIFESTS / "monitoring"
 FIXTURES = REPO / "tests" / "fixtures"

@@ -25,7 +25,7 @@ from hooks.quantity import EXPECTED_FORM as QUANTITY_FORM
 from hooks.settings import AGENT_CONFIG_EXTENSIONS, GROUPS, ConfigError, Settings
 from tests.chart import SCHEMA, default_values, refusal
 from tests.strategies import BOUNDED
-from tests.test_image_reference import ALPHABET as IMAGE_ALPHABET, near_references
+from tests.image_reference_strategies import ALPHABET as IMAGE_ALPHABET, near_references
 
 SCHEMA_TEXT = SCHEMA.read_text(encoding="utf-8")
 # Set beside a variable whose combination rule would otherwise decide for it: the limit

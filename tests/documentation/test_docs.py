@@ -1,7 +1,7 @@
 """The README and docs/ agree with the code they describe, and a reader can follow them.
 
 Tables are held to their one source (the settings, the CLI's exit statuses, the catalogue
-of reasons, the modules, the kustomization; the lifecycle costs in tests/test_lifecycle.py); every link and anchor resolves; every command
+of reasons, the modules, the kustomization; the lifecycle costs in tests/simulation/test_lifecycle.py); every link and anchor resolves; every command
 block is either run by a test or plainly a command for a cluster or a repository.
 """
 
@@ -19,7 +19,6 @@ from hooks.reasons import ConditionType, Reason
 from tests import docs
 from tests.configuration_doc import tables
 from tests.status_doc import table as status_table
-from tests.test_cli import CURL_EXAMPLE, REPLAY_EXAMPLE
 
 REPO = docs.REPO
 README = docs.README.read_text(encoding="utf-8")
@@ -151,7 +150,7 @@ def ci_commands() -> list[str]:
 
 def test_every_command_block_runs_in_a_test_or_ci_or_is_a_cluster_command() -> None:
     first_two = re.findall(r"```sh\n(.*?)\n```", README.split("---")[0], re.S)
-    examples = {match.group(0).split("\n")[1] for pattern in (CURL_EXAMPLE, REPLAY_EXAMPLE) for match in pattern.finditer(docs.text())}
+    examples = {match.group(0).split("\n")[1] for pattern in (docs.CURL_EXAMPLE, docs.REPLAY_EXAMPLE) for match in pattern.finditer(docs.text())}
     unaccounted = [
         command
         for block in docs.blocks("sh")

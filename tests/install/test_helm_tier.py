@@ -13,7 +13,7 @@ import pytest
 from tests import helm
 from tests.helm import HELM_VERSION
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_fast_suite_leaves_the_helm_tier_out() -> None:

@@ -27,27 +27,10 @@ from tests import docs, golden
 from tests.live_server import free_port, running
 from tests.unavailable import unavailable
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 README_FILE = docs.README
 README = README_FILE.read_text(encoding="utf-8")
 SCRIPT = Path(sys.executable).with_name("basemodel-hook")
-CURL_EXAMPLE = re.compile(
-    r"```sh\ncurl -s -X POST localhost:8080/(?P<hook>\w+) -H 'Content-Type: application/json' -d (?P<data>'[^']*'|\S+)"
-    r"[^\n]*\n```\n> answers: (?P<expect>[^\n]+)"
-)
-REPLAY_EXAMPLE = re.compile(
-    r"```sh\n\.venv/bin/basemodel-hook replay (?P<file>\S+) --now (?P<now>\S+)\n```\n> answers: (?P<expect>[^\n]+)"
-)
-
-
-def documented_examples() -> list[re.Match[str]]:
-    return list(CURL_EXAMPLE.finditer(docs.text()))
-
-
-def documented_replay_examples() -> list[re.Match[str]]:
-    return list(REPLAY_EXAMPLE.finditer(docs.text()))
-
-
 def example_id(match: re.Match[str]) -> str:
     return (match.groupdict().get("data") or match["file"]).split("/")[-1][:60]
 
@@ -86,21 +69,21 @@ def test_readme_starts_with_the_serve_and_test_commands() -> None:
 
 
 def test_docs_have_a_curl_example_for_each_main_case() -> None:
-    files = {match["data"] for match in documented_examples()}
+    files = {match["data"] for match in docs.documented_examples()}
     assert len(files) >= 10
     for data in files:
         if data.startswith("@"):
             assert (REPO / data[1:]).is_file(), data
 
 
-@pytest.mark.parametrize("example", documented_examples(), ids=example_id)
+@pytest.mark.parametrize("example", docs.documented_examples(), ids=example_id)
 def test_documented_example_answers_what_the_docs_say(server: str, example: re.Match[str]) -> None:
     data = (REPO / example["data"][1:]).read_bytes() if example["data"].startswith("@") else example["data"].strip("'").encode()
     status, body = post(f"{server}/{example['hook']}", data)
     assert_answer_as_described(example["hook"], example["expect"], status, body)
 
 
-@pytest.mark.parametrize("example", documented_replay_examples(), ids=example_id)
+@pytest.mark.parametrize("example", docs.documented_replay_examples(), ids=example_id)
 def test_documented_replay_example_answers_what_the_docs_say(example: re.Match[str]) -> None:
     result = subprocess.run(
         [str(SCRIPT), "replay", example["file"], "--now", example["now"]],

@@ -24,7 +24,7 @@ EVERYTHING: Values = (
     ("metacontroller.helmRelease", "metacontroller"),
     ("image.digest", "sha256:" + "0123456789abcdef" * 4),
 )
-# Groups whose kinds Kubernetes' own schemas do not describe (tests/test_monitoring.py checks prometheus-operator's).
+# Groups whose kinds Kubernetes' own schemas do not describe (tests/hook/test_monitoring.py checks prometheus-operator's).
 CUSTOM_GROUPS = {"metacontroller.k8s.io", "monitoring.coreos.com"}
 
 
@@ -100,11 +100,15 @@ def test_replicas_and_the_containers_resources_are_values() -> None:
 
 
 @pytest.mark.helm
-def test_the_chart_installs_no_crd_and_no_sample_whatever_its_values() -> None:
-    """Helm would own a CRD it installs: `helm uninstall` would delete it, and every model with it."""
+def test_the_chart_installs_no_models_crd_and_no_sample_whatever_its_values() -> None:
+    """Helm would own a CRD it installs: `helm uninstall` would delete it, and every model with
+    it. The one CRD it installs is its records', which go with the hook; as a template, so
+    that an upgrade changes it (Helm's crds/ folder installs a CRD only where none exists)."""
     assert not (CHART / "crds").exists(), "Helm's crds/ folder installs a CRD only where none exists"
-    kinds = {obj["kind"] for values in ((), EVERYTHING) for obj in render(values)}
-    assert not kinds & {"CustomResourceDefinition", "BaseModel", "ClusterBaseModel"}
+    rendered = [obj for values in ((), EVERYTHING) for obj in render(values)]
+    assert not {obj["kind"] for obj in rendered} & {"BaseModel", "ClusterBaseModel"}
+    assert {obj["metadata"]["name"] for obj in rendered if obj["kind"] == "CustomResourceDefinition"} == {
+        "extractionrecords.ome-basemodel-hook.ome.io"}
 
 
 def test_the_chart_carries_the_crd_layer_of_the_kustomize_install(rendered_crds: list[Obj]) -> None:
@@ -121,3 +125,16 @@ def test_monitoring_is_off_by_default_and_renders_only_with_its_value() -> None:
 
     assert monitoring(()) == set()
     assert monitoring((("monitoring.enabled", True),)) == {"ServiceMonitor", "PrometheusRule", "NetworkPolicy", "ClusterRole", "ClusterRoleBinding", "ConfigMap"}
+
+
+@pytest.mark.helm
+@pytest.mark.parametrize(("read_job_pods", "pods"), [((), False), ((("settings.READ_JOB_PODS", True),), True),
+                                                     ((("settings.READ_JOB_PODS", False),), False)])
+def test_metacontroller_may_read_pods_only_where_the_hook_asks_for_them(read_job_pods: Values, pods: bool) -> None:
+    """Reading pods makes Metacontroller cache every pod of the cluster: its ClusterRole allows
+    it exactly when READ_JOB_PODS=true asks for the Jobs' pods."""
+    [role] = [obj for obj in render(read_job_pods)
+              if obj["kind"] == "ClusterRole" and obj["metadata"]["name"] == "ome-basemodel-hook-metacontroller"]
+    readable = {resource for rule in role["rules"] if "list" in rule["verbs"] and "" in rule["apiGroups"]
+                for resource in rule["resources"]}
+    assert ("pods" in readable) is pods and "persistentvolumeclaims" in readable

@@ -13,7 +13,7 @@ from tests import docs
 from tests.kustomize import documented_kustomization, render, write_overlay
 from tests.manifests import HOOK_IMAGE, HOOK_NAME, LABEL_KEEPER, METACONTROLLER_ROLE, Obj, one
 from tests.metacontroller.identities import METACONTROLLER, service_account
-from tests.test_fence import HOOK_STATUS, refusal_of, review, write
+from tests.fence_review import HOOK_STATUS, refusal_of, review, write
 
 # Both CompositeControllers' sync, customize and finalize hooks, and the label keeper's sync and customize.
 HOOKS_CALLED = 8

@@ -1,7 +1,7 @@
 """The catalogue of reasons (``hooks/reasons.py``): every reason the hook gives is in it,
 under the condition that gives it, and means one state, the state a model is in whenever
 that reason is its Ready condition's. Held against every saved answer; docs/status.md is
-held to the catalogue by tests/test_docs.py."""
+held to the catalogue by tests/documentation/test_docs.py."""
 
 from __future__ import annotations
 

@@ -286,7 +286,7 @@ def test_each_default_passes_the_check_its_variable_gets() -> None:
     assert Settings.from_env(environment) == defaults
 
 
-CONFIGURATION_PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+CONFIGURATION_PAGE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
 
 def documented_row(variable: str) -> str:

@@ -7,8 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from hooks.image_reference import ImageReference, ImageReferenceError, parse_image_reference
 from tests.distribution_reference import kubelet_accepts
+from tests.image_reference_strategies import ALPHABET, SHA256, near_references
 
-SHA256 = "sha256:" + "0123456789abcdef" * 4
 
 
 @pytest.mark.parametrize(
@@ -67,30 +67,6 @@ def test_reference_the_kubelet_refuses_is_refused_naming_the_rule(text: str, rea
     with pytest.raises(ImageReferenceError, match=None) as refusal:
         parse_image_reference(text)
     assert reason in str(refusal.value)
-
-
-ALPHABET = "aB0.:_-/@[]!"
-COMPONENTS = st.one_of(
-    st.text("ab0", min_size=1, max_size=4),
-    st.sampled_from(["x.y", "a_b", "a__b", "a---b", "A", "-a", "a.", "a___b", "", "a b"]),
-    st.text("ab0._-", min_size=1, max_size=6),
-)
-REGISTRIES = st.one_of(
-    st.sampled_from(["ghcr.io", "localhost", "index.docker.io", "10.0.0.1", "[::1]", "Reg-1.Example", "[::1", "a_b.c"]),
-    st.text("aB0.-", min_size=1, max_size=8),
-)
-SUFFIXES = st.one_of(
-    st.sampled_from(["", f"@{SHA256}", f":v1@{SHA256}", ":a:b", "@sha256:abc", "@SHA256:" + "0" * 64, "@sha512:" + "0" * 128]),
-    st.text("aZ0_.-", min_size=1, max_size=6).map(lambda tag: f":{tag}"),
-)
-
-
-@st.composite
-def near_references(draw: st.DrawFn) -> str:
-    """References made of parts that are each well formed or a character away from it."""
-    registry = draw(st.one_of(st.just(""), REGISTRIES.map(lambda host: host + "/"), REGISTRIES.map(lambda host: host + ":5000/")))
-    path = draw(st.lists(COMPONENTS, min_size=1, max_size=3))
-    return registry + "/".join(path) + draw(SUFFIXES)
 
 
 @settings(max_examples=1000, derandomize=True, deadline=None, database=None)
