@@ -91,6 +91,8 @@ class ControlPlane:
         self.endpoint: Endpoint | None = None
         self.etcd_port = 0
         self.started_seconds = 0.0
+        self.authorizer_ready = True
+        """False from kube-apiserver's kill until its RBAC authorizer answers again after its restart."""
 
     # --- start and stop ----------------------------------------------------------------
 
@@ -159,6 +161,8 @@ class ControlPlane:
 
     def kill(self, name: str) -> None:
         """SIGKILL to one of the plane's processes (``etcd``, ``kube-apiserver``, ``kube-controller-manager``)."""
+        if name == "kube-apiserver":
+            self.authorizer_ready = False
         self.process(name).kill()
 
     def start_again(self, name: str) -> None:
@@ -174,6 +178,18 @@ class ControlPlane:
             wait_until(lambda: listening(self.etcd_port), 30, "etcd", process)
         wait_until(self.client(ADMIN).ready, START_SECONDS, "the API server's /readyz", self.process("kube-apiserver"),
                    interval=0.25)
+        if name == "kube-apiserver":
+            wait_until(self._authorizes_the_scheduler, START_SECONDS, "the API server's RBAC authorizer",
+                       self.process("kube-apiserver"), interval=0.25)
+            self.authorizer_ready = True
+
+    def _authorizes_the_scheduler(self) -> bool:
+        """A restarted API server answers /readyz before its RBAC authorizer has listed the
+        roles again: for a moment every identity bound by RBAC alone is refused (a real
+        scheduler or controller retries that, and so does the tier's kubelet until then).
+        Back once the scheduler may list pods again (``wait_until`` polls past the refusals)."""
+        self.client(SCHEDULER).request("GET", "/api/v1/pods", query={"limit": "1"})
+        return True
 
     # --- credentials ----------------------------------------------------------------------
 

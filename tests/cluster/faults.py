@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from tests.cluster import nothing_lost
+from tests.cluster.api import path_of
 from tests.cluster.control_plane import METACONTROLLER
 from tests.cluster.story import Story
-from tests.cluster.tier import Tier
+from tests.cluster.tier import MODELS, PLURALS, Tier
+from tests.metacontroller.cluster import ApiError, resource_of
 
 KINDS = ("BaseModel", "ClusterBaseModel")
 STEP_SECONDS = 60.0
@@ -166,14 +168,29 @@ def status_withheld(tier: Tier) -> Iterator[None]:
     }
     binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
                "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
-    tier.apply(policy, binding)
+    probe = {"apiVersion": MODELS, "kind": "ClusterBaseModel",
+             "metadata": {"name": f"{name}-probe", "labels": {STATUS_WITHHELD_LABEL: "true"}},
+             "spec": {"storage": {"storageUri": "hf://faults/status-withheld-probe"}}}
+    tier.apply(policy, binding, probe)
+    metacontroller = tier.plane.client(METACONTROLLER)
+    probe_status = path_of(resource_of(MODELS, PLURALS["ClusterBaseModel"]), name=f"{name}-probe", subresource="status")
 
-    def checked() -> bool:
-        found = tier.admin.request("GET", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{name}")
-        return (found.get("status") or {}).get("observedGeneration") == 1
-    tier.wait(checked, STEP_SECONDS, "the policy withholding the status, taken in")
+    def refused() -> bool:
+        """The admission plugin's own view of the policies lags their type check: the probe's
+        status written back unchanged (an hf:// model the hook never answers for), dry run
+        as Metacontroller, is refused once the policy is in force. Any other refusal fails."""
+        stored = tier.admin.request("GET", probe_status)
+        try:
+            metacontroller.request("PUT", probe_status, stored, query={"dryRun": "All"})
+        except ApiError as error:
+            if error.code == 403 and "withheld by a fault story" in str(error):
+                return True
+            raise
+        return False
+    tier.wait(refused, STEP_SECONDS, "the policy withholding the status, in force for Metacontroller")
     try:
         yield
     finally:
+        tier.plane.kubectl("delete", "clusterbasemodel", f"{name}-probe", "--ignore-not-found", "--wait=false")
         tier.plane.kubectl("delete", "validatingadmissionpolicybinding", name, "--ignore-not-found")
         tier.plane.kubectl("delete", "validatingadmissionpolicy", name, "--ignore-not-found")

@@ -2,12 +2,10 @@
 as the install's Deployment asks for, each with the Deployment's settings.
 
 A replica can be paused (SIGSTOP: it still accepts connections, but answers nothing),
-killed (SIGKILL) and started again, as the kubelet restarts a container that died; the
-Deployment can be rolled out with other settings, one replica at a time as its
-``RollingUpdate`` strategy does. The Service in front of the replicas is ``hook_proxy``,
-whose endpoints are the replicas ``serving`` names: a replica leaves them before a
-graceful restart and comes back once ready, while a killed one stays in them until it
-is started again, as an endpoint stays until its readiness probe fails.
+killed (SIGKILL) and started again, as the kubelet restarts a container that died. The
+Service in front of the replicas is ``hook_proxy``, whose endpoints are the replicas
+``serving`` names: a killed one stays in them until it is started again, as an endpoint
+stays until its readiness probe fails.
 """
 
 from __future__ import annotations
@@ -52,10 +50,8 @@ class HookServer:
         wait_until(lambda: urllib.request.urlopen(f"{self.url}/readyz", timeout=2).status == 200, READY_SECONDS,
                    f"{self.process.name}'s /readyz", self.process)
 
-    def start(self, settings: dict[str, str] | None = None) -> None:
-        """Started again (with ``settings`` over the environment where given), once ready."""
-        if settings is not None:
-            self.process.environment = {**os.environ, **settings}
+    def start(self) -> None:
+        """Started again, once ready."""
         self.process.start()
         self.wait_ready()
 
@@ -67,22 +63,13 @@ class HookDeployment:
     """The replicas, and which of them the Service sends calls to."""
 
     def __init__(self, workdir: Path) -> None:
-        replicas, self.settings = deployment()
-        self.replicas = [HookServer(workdir, index, self.settings) for index in range(replicas)]
-        self._serving = {replica.url for replica in self.replicas}
+        replicas, settings = deployment()
+        self.replicas = [HookServer(workdir, index, settings) for index in range(replicas)]
 
     def serving(self) -> list[str]:
-        """The Service's endpoints, in the replicas' order."""
-        return [replica.url for replica in self.replicas if replica.url in self._serving]
-
-    def roll_out(self, settings: dict[str, str]) -> None:
-        """Every replica restarted with the Deployment's settings and ``settings`` over them,
-        one at a time, each out of the Service while it restarts."""
-        for replica in self.replicas:
-            self._serving.discard(replica.url)
-            replica.stop()
-            replica.start({**self.settings, **settings})
-            self._serving.add(replica.url)
+        """The Service's endpoints, in the replicas' order: every replica, as a Service without
+        a readiness gate keeps a pod that died until its endpoints are updated."""
+        return [replica.url for replica in self.replicas]
 
     def stop(self) -> None:
         for replica in self.replicas:

@@ -94,11 +94,13 @@ def _not_related_yet(error: ApiError) -> bool:
     return error.code == 403 and "no relationship found between node" in str(error)
 
 
-def transient(error: Exception) -> bool:
+def transient(error: Exception, authorizer_ready: bool = True) -> bool:
     """A request the API server did not answer, or answered that it cannot now (busy, its
-    storage unreachable): tried again later, as a kubelet retries."""
+    storage unreachable, or, unless ``authorizer_ready``, refused by an RBAC authorizer that
+    has not listed the roles again since the API server restarted): tried again later, as a
+    kubelet retries."""
     if isinstance(error, ApiError):
-        return error.code == 429 or error.code >= 500
+        return error.code == 429 or error.code >= 500 or (error.code == 403 and not authorizer_ready)
     return isinstance(error, (OSError, http.client.HTTPException))
 
 
@@ -176,7 +178,7 @@ class Kubelet:
                         self._claimed.add(uid)
                         self._workers.submit(self._work, pod)
             except (OSError, ApiError, http.client.HTTPException) as error:
-                if not transient(error):
+                if not transient(error, self.plane.authorizer_ready):
                     self.errors.append(f"{type(error).__name__}: {error}")
 
     def _work(self, pod: Obj) -> None:
@@ -185,7 +187,7 @@ class Kubelet:
             if not self._run(pod):
                 self._claimed.discard(pod["metadata"]["uid"])
         except (OSError, ApiError, http.client.HTTPException) as error:
-            if not transient(error):
+            if not transient(error, self.plane.authorizer_ready):
                 self.errors.append(f"{type(error).__name__}: {error}")
                 return
             self._claimed.discard(pod["metadata"]["uid"])
@@ -258,7 +260,7 @@ class Kubelet:
                 self._status(pod, phase, state, started, ready=False)
                 return
             except (OSError, ApiError, http.client.HTTPException) as error:
-                if not transient(error) or time.monotonic() > deadline:
+                if not transient(error, self.plane.authorizer_ready) or time.monotonic() > deadline:
                     raise
             time.sleep(POLL_SECONDS * 4)
 

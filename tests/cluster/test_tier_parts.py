@@ -238,6 +238,7 @@ def test_the_kubelet_waits_out_an_api_server_that_does_not_answer_and_fails_on_a
     assert transient(ConnectionRefusedError()) and transient(http.client.RemoteDisconnected())
     assert transient(ApiError(503, "etcd unreachable")) and transient(ApiError(429, "busy"))
     assert not transient(ApiError(403, "forbidden")) and not transient(ApiError(422, "invalid"))
+    assert transient(ApiError(403, "forbidden"), authorizer_ready=False)
 
 
 def test_a_claim_named_at_its_limit_gets_a_volume_name_within_the_limit() -> None:
