@@ -21,11 +21,10 @@ from typing import Any, Callable, Iterator
 from tests.cluster import nothing_lost
 from tests.cluster.api import path_of
 from tests.cluster.control_plane import METACONTROLLER
-from tests.cluster.story import Story
+from tests.cluster.story import KINDS, Story
 from tests.cluster.tier import MODELS, PLURALS, Tier
 from tests.metacontroller.cluster import ApiError, resource_of
 
-KINDS = ("BaseModel", "ClusterBaseModel")
 STEP_SECONDS = 60.0
 FINAL_SECONDS = 240.0
 """The longest a story waits for its models' final state after the fault: Metacontroller's

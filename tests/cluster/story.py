@@ -17,6 +17,8 @@ from tests.cluster import audit
 from tests.cluster.tier import MODELS, PLURALS, REPO, Tier, state
 from tests.metacontroller.selection import Obj
 
+KINDS = ("BaseModel", "ClusterBaseModel")
+"""The two kinds of model, which every story told of both tells in this order."""
 SAMPLES = REPO / "metacontroller" / "samples"
 CLAIM = "model-storage"
 SUB_PATH = "llama"

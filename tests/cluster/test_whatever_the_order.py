@@ -22,9 +22,9 @@ import pytest
 
 from hooks.names import is_dns_label, is_dns_subdomain
 from tests.cluster import audit, race
-from tests.cluster.faults import KINDS, STATUS_WITHHELD_LABEL, FaultStory, finished, side_by_side, status_withheld
+from tests.cluster.faults import STATUS_WITHHELD_LABEL, FaultStory, finished, side_by_side, status_withheld
 from tests.cluster.hook_proxy import Exchange, Hold, model_of
-from tests.cluster.story import Story
+from tests.cluster.story import KINDS, Story
 from tests.cluster.tier import PLURALS, Tier, why
 from tests.metacontroller import identities
 
@@ -283,7 +283,9 @@ def test_omes_manager_killed_as_it_wins_the_label_race_the_label_still_converges
     with FaultStory(tier, f"OME's manager killed as it wins the label race ({kind})", side_by_side(tier, "omekill", (kind,))) as fault:
         (story,) = fault.stories
         fault.storage()
-        finalized = lambda: race.OME_FINALIZERS[kind] in ((story.model() or {}).get("metadata", {}).get("finalizers") or [])  # noqa: E731
+
+        def finalized() -> bool:
+            return race.OME_FINALIZERS[kind] in ((story.model() or {}).get("metadata", {}).get("finalizers") or [])
         with race.played(tier, kind, story.name, finalized, then=ome.kill) as happened:
             story.create(as_sample=True)
             fault.wait(lambda: bool(happened) and ome.killed, "OME's manager killed with its finalizer in")
