@@ -1,6 +1,7 @@
 """Faults on the real control plane: every process killed at its worst moment, and nothing lost.
 
-Each story puts models through one fault, injected at a chosen moment with SIGKILL (or, for
+Each story puts models through one fault (the control plane's three in turn, as an upgrade
+restarts them), injected at a chosen moment with SIGKILL (or, for
 the slow hook, an answer held past Metacontroller's webhook timeout), the process then
 started again as its Deployment, StatefulSet or systemd unit would; each ends with the
 models in their final state and ``nothing_lost``'s checks (docs/design.md, "Whatever the
@@ -19,13 +20,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 import pytest
+import yaml
 
 from hooks.names import is_dns_label, is_dns_subdomain
 from tests.cluster import audit, race
 from tests.cluster.faults import STATUS_WITHHELD_LABEL, FaultStory, finished, side_by_side, status_withheld
 from tests.cluster.hook_proxy import Exchange, Hold, model_of
 from tests.cluster.story import KINDS, Story
-from tests.cluster.tier import PLURALS, Tier, why
+from tests.cluster.tier import PLURALS, REPO, Tier, why
 from tests.metacontroller import identities
 
 pytestmark = pytest.mark.cluster
@@ -36,8 +38,18 @@ call in that time fails and Metacontroller's per-object backoff (5 ms doubling) 
 its retries by about 16 s when the replicas come back, so the story still proves that the
 retries, not a prompt event, bring the grant's removal and the record."""
 ETCD_DOWN_SECONDS = 5.0
-WEBHOOK_TIMEOUT_SECONDS = 10.0
-"""The controllers' ``webhook.timeout``: an answer later than this is one Metacontroller gave up on."""
+
+
+def sync_webhook_timeout_seconds() -> float:
+    """The install's CompositeControllers' sync ``webhook.timeout`` (each the same): an answer
+    later than this is one Metacontroller gave up on."""
+    controllers = yaml.safe_load_all((REPO / "metacontroller" / "compositecontrollers.yaml").read_text(encoding="utf-8"))
+    (timeout,) = {controller["spec"]["hooks"]["sync"]["webhook"]["timeout"] for controller in controllers if controller}
+    assert timeout.endswith("s"), timeout
+    return float(timeout[:-1])
+
+
+WEBHOOK_TIMEOUT_SECONDS = sync_webhook_timeout_seconds()
 LATE_SECONDS = WEBHOOK_TIMEOUT_SECONDS + 1.0
 FINISHED_TTL_SECONDS = 1
 """The TTL a story gives its Jobs by hand, so that one ended is removed at once instead of after
