@@ -20,6 +20,10 @@ pytest marker ``cluster``, deselected by default; ``python -m pytest -m cluster`
 - ``tier``: the world those make, and the install as docs/install.md says; ``existing``:
   OME models that predate the hook; ``audit``: what the audit log counts, per actor and model,
   and what each of Metacontroller's writes of a model changed;
+- ``faults`` and ``nothing_lost``: the frame of a fault story (a process killed with SIGKILL
+  at a chosen moment and started again, the seconds to the models' final state) and what
+  must hold of a model after any fault, from the API server and the audit log;
+  ``test_whatever_the_order``: the fault stories (issue 30);
 - ``test_ome_crd_chart``: OME's ``ome-crd`` chart upgraded over the hook's CRDs with Helm 4
   and Helm 3 (``tests/helm.py`` pins both), each on a control plane of its own;
 - ``test_upgrade_from_0_1_0``: release 0.1.0, from its commit in the clone's history,

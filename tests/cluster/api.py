@@ -180,10 +180,11 @@ class Client:
 
     # --- watches ------------------------------------------------------------------------------
 
-    def watch(self, api_version: str, resource: str, resource_version: str,
-              stopped: Callable[[], bool]) -> Iterator[tuple[str, Obj]]:
+    def watch(self, api_version: str, resource: str, resource_version: str, stopped: Callable[[], bool],
+              opened: Callable[[http.client.HTTPSConnection], None] | None = None) -> Iterator[tuple[str, Obj]]:
         """``(type, object)`` events from ``resource_version`` on, until the server ends the
-        watch or ``stopped()``; an ``ERROR`` event (410 Gone: too old) ends it too."""
+        watch or ``stopped()``; an ``ERROR`` event (410 Gone: too old) ends it too. ``opened``
+        is told the watch's connection, which closing ends the watch at once."""
         kind = resource_of(api_version, resource)
         query = urlencode({"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
                            "timeoutSeconds": str(WATCH_SECONDS)})
@@ -191,6 +192,8 @@ class Client:
                                                  timeout=WATCH_SECONDS + REQUEST_TIMEOUT_SECONDS)
         try:
             connection.request("GET", f"{path_of(kind)}?{query}", headers={"Authorization": f"Bearer {self.token}"})
+            if opened is not None:
+                opened(connection)
             response = connection.getresponse()
             if response.status != 200:
                 raise ApiError(response.status, response.read().decode(errors="replace"))

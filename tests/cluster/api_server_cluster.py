@@ -12,20 +12,47 @@ watch caches, one per type, so a write that just happened elsewhere may not be i
 in ``AtomicUpdate`` and ``AtomicStatusUpdate`` before a finalizer or status write, and
 ``update_status`` reads the parent live once more before it writes. Watch events are
 gathered by a thread per type and handed to ``watchers`` one at a time by ``dispatch``,
-on the caller's thread, so the simulated controllers stay single-threaded.
+on the caller's thread, so the simulated controllers stay single-threaded. A watch that
+breaks (the API server restarted) is resumed from the last resourceVersion it saw, and
+listed again when the API server answers that this is too old (410), as client-go's
+reflector does. A request the API server does not answer (it is down, or its storage is)
+is a failed request, as client-go reports one: ``ApiError`` with code 503, which fails the
+sync and requeues it with backoff.
+
+``kill`` is the process's death: every later contact with the API server raises
+``Killed``, which no handler of the controllers catches, and the watches are cut.
 """
 
 from __future__ import annotations
 
+import http.client
 import queue
+import socket
 import threading
 from datetime import datetime, timezone
+from typing import Any, Callable
+
 from tests.cluster.api import Client
 from tests.metacontroller.cluster import BY_KIND, ApiError, Clock, Resource, Watcher, ref
 from tests.metacontroller.selection import Obj, clone, controller_of
 
 Key = tuple[str, str, str | None, str]
 RETRY_SECONDS = 1.0
+UNREACHABLE = 503
+GONE = 410
+
+
+class Killed(BaseException):
+    """Metacontroller's process is gone: raised at its next contact with the world, past every
+    handler of its controllers (which catch ``Exception``s)."""
+
+
+def reaching(call: Callable[[], Any]) -> Any:
+    """``call()``, with a request the API server never answered reported as client-go reports it."""
+    try:
+        return call()
+    except (OSError, http.client.HTTPException) as error:
+        raise ApiError(UNREACHABLE, f"the API server did not answer: {type(error).__name__}: {error}") from error
 
 
 class WallClock(Clock):
@@ -54,7 +81,10 @@ class ApiServerCluster:
         self.objects: dict[Key, Obj] = {}
         self._events: queue.Queue[tuple[str, Obj]] = queue.Queue()
         self._stopped = threading.Event()
+        self.killed = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._watches: dict[str, http.client.HTTPSConnection] = {}
+        """Each type's open watch, for a kill to cut."""
         self._dispatched = 0
 
     # --- the watch caches ------------------------------------------------------------------
@@ -73,20 +103,51 @@ class ApiServerCluster:
     def stop(self) -> None:
         self._stopped.set()
 
+    def kill(self) -> None:
+        """From now on nothing reaches the API server, and the open watches are cut."""
+        self.killed.set()
+        self._stopped.set()
+        for connection in list(self._watches.values()):
+            if connection.sock is not None:
+                try:
+                    connection.sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def check_alive(self) -> None:
+        if self.killed.is_set():
+            raise Killed()
+
     def _watch(self, resource: Resource, version: str) -> None:
-        """One type's events into the queue; resumes after the server ends a watch, lists again after a 410."""
+        """One type's events into the queue; resumes after the server ends a watch or the
+        connection breaks, lists again after a 410."""
         while not self._stopped.is_set():
             try:
-                for kind, obj in self.client.watch(resource.api_version, resource.resource, version, self._stopped.is_set):
+                opened = lambda connection: self._watches.__setitem__(resource.resource, connection)  # noqa: E731
+                for kind, obj in self.client.watch(resource.api_version, resource.resource, version, self._stopped.is_set,
+                                                   opened):
                     if kind == "ERROR":
                         version = self._relist(resource)
                         break
                     version = obj["metadata"]["resourceVersion"]
                     if kind != "BOOKMARK":
                         self._events.put((kind, obj))
-            except (OSError, ApiError, ValueError):
+            except ApiError as error:
+                if error.code == GONE and not self._stopped.is_set():
+                    version = self._relisted(resource, version)
+                elif self._stopped.wait(RETRY_SECONDS):
+                    return
+            except (OSError, ValueError, http.client.HTTPException):
                 if self._stopped.wait(RETRY_SECONDS):
                     return
+
+    def _relisted(self, resource: Resource, version: str) -> str:
+        """The new version after listing again, or ``version`` when the list failed too (tried again later)."""
+        try:
+            return self._relist(resource)
+        except (OSError, ApiError, ValueError, http.client.HTTPException):
+            self._stopped.wait(RETRY_SECONDS)
+            return version
 
     def _relist(self, resource: Resource) -> str:
         """A watch too old to resume: the list replaces the cache's view of the type, as events."""
@@ -101,6 +162,7 @@ class ApiServerCluster:
 
     def dispatch(self, timeout: float) -> bool:
         """Apply one watch event to the cache and tell the watchers; False when none came in ``timeout``."""
+        self.check_alive()
         try:
             kind, obj = self._events.get(timeout=timeout)
         except queue.Empty:
@@ -129,7 +191,8 @@ class ApiServerCluster:
 
     def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj:
         """A live read (``AtomicUpdate``'s), as the object's own kind."""
-        live = self.client.get(api_version, _resource(api_version, kind).resource, namespace, name)
+        self.check_alive()
+        live = reaching(lambda: self.client.get(api_version, _resource(api_version, kind).resource, namespace, name))
         return {"apiVersion": api_version, "kind": kind, **live}
 
     def find(self, api_version: str, kind: str, namespace: str | None, name: str) -> Obj | None:
@@ -150,11 +213,11 @@ class ApiServerCluster:
 
     def create(self, obj: Obj, manager: str = "", user: str = "") -> Obj:
         self._check_user(user)
-        return self.client.create(obj, manager)
+        return reaching(lambda: self.client.create(obj, manager))
 
     def update(self, obj: Obj, manager: str = "", user: str = "") -> Obj:
         self._check_user(user)
-        return self.client.update(obj, manager)
+        return reaching(lambda: self.client.update(obj, manager))
 
     def update_status(self, obj: Obj, manager: str = "", user: str = "") -> Obj:
         """``updateParentStatus``'s fresh read and write: the parent is read live, nothing is
@@ -162,22 +225,25 @@ class ApiServerCluster:
         resourceVersion."""
         self._check_user(user)
         metadata = obj["metadata"]
-        live = self.client.get(obj["apiVersion"], _resource(obj["apiVersion"], obj["kind"]).resource,
-                               metadata.get("namespace"), metadata["name"])
+        live = reaching(lambda: self.client.get(obj["apiVersion"], _resource(obj["apiVersion"], obj["kind"]).resource,
+                                                metadata.get("namespace"), metadata["name"]))
         if live["metadata"]["uid"] != metadata["uid"]:
             raise ApiError(404, f"{obj['kind']} {metadata['name']} is another object now")
         if live.get("status") == obj.get("status"):
             return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], **live}
         live["status"] = obj.get("status")
-        return self.client.update(live, manager, subresource="status")
+        self.check_alive()
+        return reaching(lambda: self.client.update(live, manager, subresource="status"))
 
     def delete(self, api_version: str, kind: str, namespace: str | None, name: str, uid: str | None = None,
                user: str = "") -> None:
         self._check_user(user)
-        self.client.delete(api_version, _resource(api_version, kind).resource, namespace, name, uid)
+        reaching(lambda: self.client.delete(api_version, _resource(api_version, kind).resource, namespace, name, uid))
 
     def _check_user(self, user: str) -> None:
-        """Every write is made with this client's token: a caller writing as someone else is a test's mistake."""
+        """Every write is made with this client's token: a caller writing as someone else is a
+        test's mistake; a killed process writes nothing."""
+        self.check_alive()
         if user and user != self.user:
             raise AssertionError(f"this cluster writes as {self.user}, not {user}")
 

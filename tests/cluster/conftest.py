@@ -16,6 +16,7 @@ import pytest
 
 from tests.cluster import builds
 from tests.cluster.existing import create_existing_models
+from tests.cluster.faults import RECOVERIES
 from tests.cluster.story import COLUMNS, REPORT
 from tests import helm, reference
 from tests.cluster.tier import Tier
@@ -71,11 +72,19 @@ def helm_tier() -> Iterator[Tier]:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """How long the world took to come up; every story's costs, the real ones beside the
-    simulator's; and the real writes per actor."""
+    """How long the world took to come up; per fault, the seconds from its restart to its
+    models' final state; every story's costs, the real ones beside the simulator's; and the
+    real writes per actor."""
     write = terminalreporter.write_line
     for world in WORLDS:
         write("Seconds to come up (binaries cached): " + ", ".join(f"{stage} {seconds:.1f}" for stage, seconds in world.timings.items()))
+    if RECOVERIES:
+        write("")
+        write("Seconds from each fault's restart to its models' final state")
+        write("| fault | kinds | seconds |")
+        write("|---|---|---:|")
+        for recovery in RECOVERIES:
+            write(f"| {recovery.fault} | {', '.join(recovery.kinds)} | {recovery.seconds:.1f} |")
     if not REPORT:
         return
     write("")

@@ -7,7 +7,8 @@ every write, and knows each actor by a static token (``IDENTITIES``): a cluster 
 Metacontroller's ServiceAccount as the fence names it, OME's manager, the controller
 manager, the scheduler's and one node's kubelet. One RSA key signs ServiceAccount tokens,
 so the TokenRequest API works. The controller manager runs only the controllers the
-tier's stories need, each under its own ServiceAccount as kubeadm runs them.
+tier's stories need, each under its own ServiceAccount as kubeadm runs them. Any of the three
+can be killed and started again (``kill``, ``start_again``), as systemd restarts a unit.
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ class ControlPlane:
         self.processes: list[Process] = []
         self.audit_log = workdir / "audit.log"
         self.endpoint: Endpoint | None = None
+        self.etcd_port = 0
         self.started_seconds = 0.0
+        self.authorizer_ready = True
+        """False from kube-apiserver's kill until its RBAC authorizer answers again after its restart."""
 
     # --- start and stop ----------------------------------------------------------------
 
@@ -96,6 +100,7 @@ class ControlPlane:
         started = time.monotonic()
         self._write_credentials()
         etcd_port, etcd_peer, api_port = free_port(), free_port(), free_port()
+        self.etcd_port = etcd_port
         etcd = self._run("etcd", [
             str(builds.ETCD.binary("etcd")), "--data-dir", str(self.workdir / "etcd"), "--name", "tier",
             "--listen-client-urls", f"http://127.0.0.1:{etcd_port}", "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
@@ -144,10 +149,47 @@ class ControlPlane:
         self.processes.clear()
 
     def check_running(self) -> None:
-        """Every process still runs; otherwise which one stopped, and its last words."""
+        """Every process still runs, but one a fault story killed; otherwise which one stopped, and its last words."""
         for process in self.processes:
-            if not process.running:
+            if not process.running and not process.killed:
                 raise RuntimeError(f"{process.name} exited with {process.popen.returncode}:\n{process.tail()}")
+
+    # --- faults ---------------------------------------------------------------------------
+
+    def process(self, name: str) -> Process:
+        return next(process for process in self.processes if process.name == name)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL to one of the plane's processes (``etcd``, ``kube-apiserver``, ``kube-controller-manager``)."""
+        if name == "kube-apiserver":
+            self.authorizer_ready = False
+        self.process(name).kill()
+
+    def start_again(self, name: str) -> None:
+        """A killed process started again with its own command, data and port, as systemd
+        restarts a unit; back once it serves again: etcd once the API server reaches it (its
+        /readyz checks etcd), the API server once /readyz answers, the controller manager
+        at once (it has no listener here, and waits for its informers itself)."""
+        process = self.process(name)
+        process.start()
+        if name == "kube-controller-manager":
+            return
+        if name == "etcd":
+            wait_until(lambda: listening(self.etcd_port), 30, "etcd", process)
+        wait_until(self.client(ADMIN).ready, START_SECONDS, "the API server's /readyz", self.process("kube-apiserver"),
+                   interval=0.25)
+        if name == "kube-apiserver":
+            wait_until(self._authorizes_the_scheduler, START_SECONDS, "the API server's RBAC authorizer",
+                       self.process("kube-apiserver"), interval=0.25)
+            self.authorizer_ready = True
+
+    def _authorizes_the_scheduler(self) -> bool:
+        """A restarted API server answers /readyz before its RBAC authorizer has listed the
+        roles again: for a moment every identity bound by RBAC alone is refused (a real
+        scheduler or controller retries that, and so does the tier's kubelet until then).
+        Back once the scheduler may list pods again (``wait_until`` polls past the refusals)."""
+        self.client(SCHEDULER).request("GET", "/api/v1/pods", query={"limit": "1"})
+        return True
 
     # --- credentials ----------------------------------------------------------------------
 

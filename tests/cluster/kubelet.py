@@ -21,19 +21,28 @@ observe it, with the real agent binary and the real credentials:
   kubelet does: phase, the container's exit code and reason,
   and for ``FallbackToLogsOnError`` a failed container's last log lines as its
   termination message (the last 80 lines, at most 2048 bytes); the real Job controller
-  takes it from there.
+  takes it from there;
+- an API server that does not answer (it restarts, or its etcd is down) is waited out, as a
+  kubelet waits it out: a pod not started yet is tried again at the next pass, and a
+  finished pod's outcome is written again until it is taken (for ``STATUS_SECONDS``);
+- a story may hold the containers of some namespaces running (``holding``): their pods are
+  reported Running, and their agent starts only once the story releases them, so that a
+  fault can strike while a Job runs.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tests.cluster.api import Client
 from tests.cluster.control_plane import KUBELET, NODE, SCHEDULER, ControlPlane
@@ -48,6 +57,10 @@ POD_WORKERS = 8
 MESSAGE_LINES = 80
 MESSAGE_BYTES = 2048
 """``kubelet``'s limits on a termination message taken from the logs."""
+STATUS_SECONDS = 120.0
+"""How long a finished pod's outcome is written again while the API server does not take it."""
+HOLD_SECONDS = 180.0
+"""The longest a story may hold a container running: one not released by then fails it."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,30 @@ def _not_related_yet(error: ApiError) -> bool:
     return error.code == 403 and "no relationship found between node" in str(error)
 
 
+def transient(error: Exception, authorizer_ready: bool = True) -> bool:
+    """A request the API server did not answer, or answered that it cannot now (busy, its
+    storage unreachable, or, unless ``authorizer_ready``, refused by an RBAC authorizer that
+    has not listed the roles again since the API server restarted): tried again later, as a
+    kubelet retries."""
+    if isinstance(error, ApiError):
+        return error.code == 429 or error.code >= 500 or (error.code == 403 and not authorizer_ready)
+    return isinstance(error, (OSError, http.client.HTTPException))
+
+
+@dataclass
+class PodHold:
+    """Containers of pods in ``namespaces`` held running until ``release``."""
+
+    namespaces: frozenset[str]
+    seconds: float = HOLD_SECONDS
+    released: threading.Event = field(default_factory=threading.Event)
+    held: list[str] = field(default_factory=list)
+    """``namespace/pod`` of each pod held so far."""
+
+    def release(self) -> None:
+        self.released.set()
+
+
 def _pods(client: Client, field_selector: str) -> list[Obj]:
     items: list[Obj] = client.request("GET", "/api/v1/pods", query={"fieldSelector": field_selector})["items"]
     return items
@@ -99,6 +136,7 @@ class Kubelet:
         self.logs = plane.workdir / "pods"
         self.logs.mkdir(exist_ok=True)
         self.errors: list[str] = []
+        self.holds: list[PodHold] = []
         self._claimed: set[str] = set()
         """Pods a worker took: being started, run, or already reported."""
         self._stopped = threading.Event()
@@ -112,8 +150,22 @@ class Kubelet:
 
     def stop(self) -> None:
         self._stopped.set()
+        for hold in self.holds:
+            hold.release()
         self._thread.join(timeout=AGENT_TIMEOUT_SECONDS + 5)
         self._workers.shutdown(wait=True, cancel_futures=True)
+
+    @contextmanager
+    def holding(self, *namespaces: str, seconds: float = HOLD_SECONDS) -> Iterator[PodHold]:
+        """Within the block, the containers of pods in ``namespaces`` run only once released;
+        all are released when it ends. One held longer than ``seconds`` fails the story."""
+        hold = PodHold(frozenset(namespaces), seconds)
+        self.holds.append(hold)
+        try:
+            yield hold
+        finally:
+            hold.release()
+            self.holds.remove(hold)
 
     def _serve(self) -> None:
         while not self._stopped.wait(POLL_SECONDS):
@@ -125,16 +177,20 @@ class Kubelet:
                             and not pod["metadata"].get("deletionTimestamp"):
                         self._claimed.add(uid)
                         self._workers.submit(self._work, pod)
-            except (OSError, ApiError) as error:
-                self.errors.append(f"{type(error).__name__}: {error}")
+            except (OSError, ApiError, http.client.HTTPException) as error:
+                if not transient(error, self.plane.authorizer_ready):
+                    self.errors.append(f"{type(error).__name__}: {error}")
 
     def _work(self, pod: Obj) -> None:
         """One pod on a worker; one that cannot start yet goes back to the next pass."""
         try:
             if not self._run(pod):
                 self._claimed.discard(pod["metadata"]["uid"])
-        except (OSError, ApiError) as error:
-            self.errors.append(f"{type(error).__name__}: {error}")
+        except (OSError, ApiError, http.client.HTTPException) as error:
+            if not transient(error, self.plane.authorizer_ready):
+                self.errors.append(f"{type(error).__name__}: {error}")
+                return
+            self._claimed.discard(pod["metadata"]["uid"])
 
     def _schedule(self) -> None:
         for pod in _pods(self.scheduler, "spec.nodeName="):
@@ -146,7 +202,8 @@ class Kubelet:
     # --- one pod -----------------------------------------------------------------------------
 
     def _run(self, pod: Obj) -> bool:
-        """The pod run to its end; False while its volume or token cannot be had yet."""
+        """The pod run to its end; False while its volume or token cannot be had yet. Until its
+        agent starts, a request the API server does not answer leaves the pod to the next pass."""
         metadata, spec = pod["metadata"], pod["spec"]
         try:
             volumes = self._volumes(metadata["namespace"], spec)
@@ -160,6 +217,7 @@ class Kubelet:
         container = spec["containers"][0]
         started = _now()
         self._status(pod, "Running", {"running": {"startedAt": started}}, started, ready=True)
+        self._held(pod)
         kubeconfig = self.plane.kubeconfig(KUBELET, token=token, name=f"pod-{metadata['uid']}")
         mounts = {mount["mountPath"]: volumes[mount["name"]] / mount.get("subPath", "")
                   for mount in container.get("volumeMounts") or [] if mount["name"] in volumes}
@@ -182,8 +240,29 @@ class Kubelet:
                                       "startedAt": started, "finishedAt": _now()}
         if exit_code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
             terminated["message"] = termination_message(output)
-        self._status(pod, "Succeeded" if exit_code == 0 else "Failed", {"terminated": terminated}, started, ready=False)
+        self._outcome(pod, "Succeeded" if exit_code == 0 else "Failed", {"terminated": terminated}, started)
         return True
+
+    def _held(self, pod: Obj) -> None:
+        """While a story holds the pod's namespace, its container runs without its agent starting."""
+        namespace = pod["metadata"]["namespace"]
+        for hold in [hold for hold in self.holds if namespace in hold.namespaces]:
+            hold.held.append(f"{namespace}/{pod['metadata']['name']}")
+            if not hold.released.wait(hold.seconds):
+                self.errors.append(f"pod {namespace}/{pod['metadata']['name']} was held running for more than "
+                                   f"{hold.seconds:g} s: its story never released it")
+
+    def _outcome(self, pod: Obj, phase: str, state: dict[str, Any], started: str) -> None:
+        """A finished pod's outcome, written again while the API server does not take it."""
+        deadline = time.monotonic() + STATUS_SECONDS
+        while True:
+            try:
+                self._status(pod, phase, state, started, ready=False)
+                return
+            except (OSError, ApiError, http.client.HTTPException) as error:
+                if not transient(error, self.plane.authorizer_ready) or time.monotonic() > deadline:
+                    raise
+            time.sleep(POLL_SECONDS * 4)
 
     def _token(self, pod: Obj) -> str:
         """A token of the pod's ServiceAccount bound to the pod, as the kubelet asks for one."""

@@ -4,7 +4,7 @@ It runs as Metacontroller's ServiceAccount (the token the fence admits, and the 
 install gives it plus what Metacontroller's own install grants it for its own objects),
 with the stored controllers as ``kubectl apply -k`` left them, a short discovery interval
 (the CRDs were just created) and no listeners. Waiting is plain polling: the binary works
-on its own.
+on its own. A fault story kills it (SIGKILL) and starts it again, as its StatefulSet would.
 """
 
 from __future__ import annotations
@@ -46,11 +46,24 @@ class MetacontrollerBinary:
         self.process: Process | None = None
 
     def start(self) -> None:
+        """Started, or started again after ``kill`` with the same command."""
+        if self.process is not None:
+            self.process.start()
+            return
         environment = {**os.environ, "KUBECONFIG": str(self.plane.kubeconfig(METACONTROLLER))}
         self.process = Process("metacontroller", [str(self.path), "--discovery-interval=2s", "--metrics-address=0",
                                                   "--health-probe-bind-address=0", "--zap-log-level=4", *self.arguments],
                                self.plane.workdir / "metacontroller.log", environment)
         self.plane.processes.append(self.process)
+
+    def kill(self) -> None:
+        """SIGKILL: it stays down until ``start``."""
+        assert self.process is not None
+        self.process.kill()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.running
 
     @property
     def errors(self) -> list[str]:
@@ -67,7 +80,8 @@ class MetacontrollerBinary:
     def wait_until(self, condition: Callable[[], bool], seconds: float, what: str) -> None:
         deadline = time.monotonic() + seconds
         while not condition():
-            assert self.process is not None and self.process.running, f"metacontroller exited:\n{self.process and self.process.tail()}"
+            assert self.process is not None and (self.process.running or self.process.killed), \
+                f"metacontroller exited:\n{self.process and self.process.tail()}"
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{what}: not within {seconds:.0f} s; metacontroller's log:\n{self.process.tail()}")
             time.sleep(POLL_SECONDS)

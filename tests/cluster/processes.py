@@ -1,6 +1,8 @@
 """The tier's child processes: each started in a session of its own with its log in a file,
 and each stopped by its own process group id (never by name), also when a test fails or
-the run is interrupted.
+the run is interrupted. A fault story kills one with SIGKILL and starts it again with the
+same command, as a Deployment or a systemd unit restarts what died; until then it is down
+on purpose, which ``ControlPlane.check_running`` does not count as a failure.
 """
 
 from __future__ import annotations
@@ -38,13 +40,36 @@ class Process:
         self.name = name
         self.command = command
         self.log = log
-        with open(log, "ab") as output:
-            self.popen = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=environment, cwd=cwd, start_new_session=True)
+        self.environment = environment
+        self.cwd = cwd
+        self.killed = False
+        """Killed by a fault story and not started again yet."""
+        self.popen = self._spawn()
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        with open(self.log, "ab") as output:
+            return subprocess.Popen(self.command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=self.environment, cwd=self.cwd, start_new_session=True)
 
     @property
     def running(self) -> bool:
         return self.popen.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL to its process group, as a node losing the process does: no handler runs,
+        nothing is flushed or closed cleanly. It stays down until ``start``."""
+        self.killed = True
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.popen.wait(timeout=STOP_SECONDS)
+
+    def start(self) -> None:
+        """The same command again, its log appended to, as a restarted container or unit."""
+        assert not self.running, f"{self.name} is still running"
+        self.popen = self._spawn()
+        self.killed = False
 
     def tail(self, lines: int = 30) -> str:
         """The end of its log, for a failure message."""
@@ -58,7 +83,9 @@ class Process:
         os.killpg(self.popen.pid, signal.SIGSTOP)
 
     def resume(self) -> None:
-        os.killpg(self.popen.pid, signal.SIGCONT)
+        """SIGCONT, to a process that still runs (one killed meanwhile has nothing to resume)."""
+        if self.running:
+            os.killpg(self.popen.pid, signal.SIGCONT)
 
     def stop(self) -> None:
         """SIGTERM to its process group, SIGKILL if it is still there after ``STOP_SECONDS``."""

@@ -23,13 +23,24 @@ OME_FINALIZERS = {"BaseModel": "basemodels.ome.io/finalizer", "ClusterBaseModel"
 
 
 @contextmanager
-def played(tier: Tier, kind: str, name: str, has_finalizer: Callable[[], bool]) -> Iterator[list[bool]]:
+def played(tier: Tier, kind: str, name: str, has_finalizer: Callable[[], bool],
+           then: Callable[[], None] | None = None) -> Iterator[list[bool]]:
     """Within the block, the first label keeper call about model ``name`` is raced by OME's
-    finalizer; the list it yields holds True once that happened. A block that ends without
-    the race played, its hold timed out, fails naming the hold."""
+    finalizer; the list it yields holds True once that happened. ``then`` runs once the
+    finalizer is in, before the keeper's answer goes (a fault story kills OME's manager
+    there). A block that ends without the race played, its hold timed out, fails naming the hold."""
     proxy, ome = tier.proxy, tier.ome
     assert proxy is not None and ome is not None
     happened: list[bool] = []
+    acted: list[bool] = []
+
+    def finalized() -> bool:
+        if not has_finalizer():
+            return False
+        if then is not None and not acted:
+            acted.append(True)
+            then()
+        return True
 
     def until_finalized(path: str, body: dict[str, Any]) -> Callable[[], bool] | None:
         metadata = (body.get("object") or {}).get("metadata") or {}
@@ -38,7 +49,7 @@ def played(tier: Tier, kind: str, name: str, has_finalizer: Callable[[], bool]) 
             return None
         happened.append(True)
         ome.resume()
-        return has_finalizer
+        return finalized
 
     hold = Hold(f"the label keeper's first answer about {kind} {name}, until OME's finalizer is in", until_finalized)
     proxy.holds.append(hold)

@@ -17,6 +17,8 @@ from tests.cluster import audit
 from tests.cluster.tier import MODELS, PLURALS, REPO, Tier, state
 from tests.metacontroller.selection import Obj
 
+KINDS = ("BaseModel", "ClusterBaseModel")
+"""The two kinds of model, which every story told of both tells in this order."""
 SAMPLES = REPO / "metacontroller" / "samples"
 CLAIM = "model-storage"
 SUB_PATH = "llama"
@@ -38,6 +40,8 @@ class Story:
     started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     uids: set[str] = field(default_factory=set)
     """The model's uid and its Jobs', once seen: what the hook's objects and the Jobs' pods are owned by."""
+    named: str = ""
+    """The model's name, where the story chooses one."""
 
     @property
     def namespace(self) -> str:
@@ -46,11 +50,18 @@ class Story:
     @property
     def name(self) -> str:
         """A ClusterBaseModel's name is cluster-wide: it carries the story's namespace."""
+        if self.named:
+            return self.named
         return "llama" if self.kind == "BaseModel" else f"{self.namespace}-llama"
 
     @property
     def model_namespace(self) -> str | None:
         return self.namespace if self.kind == "BaseModel" else None
+
+    @property
+    def about(self) -> tuple[str, str, str]:
+        """The model as the hook proxy names the model a call is about."""
+        return self.kind, self.model_namespace or "", self.name
 
     def uri(self, sub_path: str = SUB_PATH) -> str:
         where = f"{self.namespace}:{CLAIM}" if self.kind == "ClusterBaseModel" else CLAIM
@@ -64,10 +75,12 @@ class Story:
     def storage(self, config: str | None = None, bound: bool = True) -> None:
         self.tier.storage(self.namespace, CLAIM, SUB_PATH, config, bound)
 
-    def create(self, uri: str | None = None, as_sample: bool = False) -> None:
-        """The model, with only its storage URI; ``as_sample``, with the rest of the spec the docs'
-        sample gives (vendor, version, format, framework), which OME's typed writes then leave unchanged."""
-        metadata: dict[str, Any] = {"name": self.name, **({"namespace": self.namespace} if self.model_namespace else {})}
+    def create(self, uri: str | None = None, as_sample: bool = False, labels: dict[str, str] | None = None) -> None:
+        """The model, with only its storage URI (and ``labels``); ``as_sample``, with the rest of the
+        spec the docs' sample gives (vendor, version, format, framework), which OME's typed writes
+        then leave unchanged."""
+        metadata: dict[str, Any] = {"name": self.name, **({"namespace": self.namespace} if self.model_namespace else {}),
+                                    **({"labels": labels} if labels else {})}
         spec: dict[str, Any] = {}
         if as_sample:
             spec = yaml.safe_load((SAMPLES / "basemodel-pvc.yaml").read_text(encoding="utf-8"))["spec"]
@@ -151,7 +164,7 @@ class Story:
         per_actor = audit.costs(self.tier.plane.audit_log, self.audited, self.started, until)
         proxy = self.tier.proxy
         assert proxy is not None
-        about = (self.kind, self.model_namespace or "", self.name)
+        about = self.about
         metacontroller = per_actor.get("Metacontroller", Counter())
         ome = per_actor.get("OME's manager", Counter())
         real = {hook: proxy.count(hook, about) for hook in ("sync", "finalize", "customize", "label")}

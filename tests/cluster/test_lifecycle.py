@@ -15,13 +15,12 @@ import pytest
 from hooks.pvc.annotations import STATE as WHY_STATE
 from tests.cluster import audit, ome_manager, race, twins
 from tests.cluster.model_files import BROKEN_CONFIG, PARAMETER_SIZE, write_model
-from tests.cluster.story import HF_URI, LABEL, SUB_PATH, Story
+from tests.cluster.story import HF_URI, KINDS, LABEL, SUB_PATH, Story
 from tests.cluster.tier import Tier, why
 from tests.metacontroller import identities
 
 pytestmark = pytest.mark.cluster
 
-KINDS = ("BaseModel", "ClusterBaseModel")
 READY_SECONDS = 120.0
 STEP_SECONDS = 60.0
 COMPOSITE_FINALIZERS = {"BaseModel": "metacontroller.io/compositecontroller-ome-basemodels",

@@ -2,16 +2,18 @@
 and what a user does in it (``kubectl`` as the cluster admin).
 
 ``start`` brings up everything OME's users already run (the control plane, OME's CRDs and
-manager, Metacontroller's own install) plus the hook's server and the kubelet; ``install``
-then installs the hook exactly as docs/install.md says, running the commands of its
-"Apply" section and, since the hook runs here as a local process rather than behind its
-Service, the page's own "Your own URL" overlay pointed at it. Metacontroller starts after
-the install, as the simulator running in real time or, with ``METACONTROLLER_BIN``, the
-binary it names.
+manager, Metacontroller's own install) plus the hook's replicas with the proxy as their
+Service, and the kubelet; ``install`` then installs the hook exactly as docs/install.md
+says, running the commands of its "Apply" section and, since the hook runs here as local
+processes rather than behind its Service, the page's own "Your own URL" overlay pointed at
+the proxy. Metacontroller starts after the install, as the simulator running in real time
+or, with ``METACONTROLLER_BIN``, the binary it names; a fault story may kill it and start
+it again (``kill_metacontroller``, ``restart_metacontroller``), as its StatefulSet would.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -28,7 +30,7 @@ from tests import reference
 from tests.cluster import builds, ome_manager
 from tests.cluster.control_plane import ADMIN, METACONTROLLER, ControlPlane
 from tests.cluster.hook_proxy import HookProxy
-from tests.cluster.hook_server import HookServer
+from tests.cluster.hook_server import HookDeployment
 from tests.cluster.kubelet import Kubelet
 from tests.cluster.processes import Process
 from tests.cluster.metacontroller_binary import OWN_RBAC, MetacontrollerBinary, binary
@@ -45,10 +47,17 @@ MODELS = "ome.io/v1beta1"
 SAMPLES_PARAGRAPH = "To try a model"
 CHART = "ome-basemodel-hook"
 PLURALS = {"BaseModel": "basemodels", "ClusterBaseModel": "clusterbasemodels"}
+VOLUME_NAME_LIMIT = 253
+"""A PersistentVolume's name is a DNS-1123 subdomain; a folder's name (255 bytes) holds it too."""
 
 
 class Metacontroller(Protocol):
     errors: list[str]
+
+    @property
+    def running(self) -> bool: ...
+
+    def kill(self) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -103,7 +112,7 @@ class Tier:
         self.plane = ControlPlane(self.workdir)
         self.admin = None  # set by start
         self.ome: Process | None = None
-        self.hook: HookServer | None = None
+        self.hooks: HookDeployment | None = None
         self.proxy: HookProxy | None = None
         self.kubelet: Kubelet | None = None
         self.metacontroller: Metacontroller | None = None
@@ -123,8 +132,8 @@ class Tier:
         ome_manager.install(self.plane)
         self.ome = ome_manager.start(self.plane)
         self._install_metacontroller()
-        self.hook = HookServer(self.workdir)
-        self.proxy = HookProxy(self.hook.url)
+        self.hooks = HookDeployment(self.workdir)
+        self.proxy = HookProxy(self.hooks.serving)
         image_root = self.workdir / "image"
         image_root.mkdir(mode=0o755)
         (image_root / "ome-agent.yaml").write_text("{}\n", encoding="utf-8")
@@ -172,12 +181,13 @@ class Tier:
         self.install_output.append(self.kubectl_as_user(["kubectl", "apply", "-k", str(overlay)]))
 
     def serve_hook(self, release: Path | None = None, settings: dict[str, str] | None = None) -> None:
-        """The hook behind the proxy replaced by a new server (``HookServer``'s ``release`` and
-        ``settings``), as an upgrade replaces the hook's pods: Metacontroller keeps its URL."""
-        assert self.hook is not None and self.proxy is not None
-        self.hook.stop()
-        self.hook = HookServer(self.workdir, release, settings)
-        self.proxy.upstream = self.hook.url
+        """The hook's replicas behind the proxy replaced by new ones (``HookDeployment``'s
+        ``release`` and ``settings``), as an upgrade replaces the hook's pods: Metacontroller
+        keeps its URL."""
+        assert self.hooks is not None and self.proxy is not None
+        self.hooks.stop()
+        self.hooks = HookDeployment(self.workdir, release, settings)
+        self.proxy.endpoints = self.hooks.serving
 
     def install_with_helm(self) -> None:
         """docs/install.md's "Helm" commands, the chart taken from the checkout rather than
@@ -221,10 +231,29 @@ class Tier:
             real.start()
             self.metacontroller = real
         else:
-            simulated = RealTimeMetacontroller(self.plane.client(METACONTROLLER))
-            simulated.start(http_hook(self.proxy.url))
-            self.metacontroller = simulated
+            self._start_simulated()
         self.timings["metacontroller"] = time.monotonic() - started
+
+    def _start_simulated(self) -> None:
+        assert self.proxy is not None
+        simulated = RealTimeMetacontroller(self.plane.client(METACONTROLLER))
+        simulated.start(http_hook(self.proxy.url))
+        self.metacontroller = simulated
+
+    def kill_metacontroller(self) -> None:
+        """SIGKILL to the binary, or the simulated one's death: safe from any thread."""
+        assert self.metacontroller is not None
+        self.metacontroller.kill()
+
+    def restart_metacontroller(self) -> None:
+        """Metacontroller started again after ``kill_metacontroller``, from nothing: the binary's
+        process again, or a new simulated one, each listing everything afresh."""
+        assert self.metacontroller is not None and not self.metacontroller.running
+        if isinstance(self.metacontroller, MetacontrollerBinary):
+            self.metacontroller.start()
+            return
+        self.metacontroller.stop()
+        self._start_simulated()
 
     # --- stopping ---------------------------------------------------------------------------------
 
@@ -236,8 +265,8 @@ class Tier:
             self.kubelet.stop()
         if self.proxy is not None:
             self.proxy.stop()
-        if self.hook is not None:
-            self.hook.stop()
+        if self.hooks is not None:
+            self.hooks.stop()
         self.plane.stop()
 
     # --- what a user does -------------------------------------------------------------------------
@@ -252,7 +281,7 @@ class Tier:
         """A PersistentVolume on a host directory holding a model under ``sub_path``, and the claim
         ``claim`` in ``namespace`` on it, which the real volume binder binds; with ``bound=False``
         the claim names a volume that does not exist yet, so it stays Pending until ``add_volume``."""
-        directory = self.workdir / "volumes" / f"{namespace}-{claim}"
+        directory = self.workdir / "volumes" / volume_name(namespace, claim)
         write_model(directory / sub_path, config)
         for path in [directory, *(directory / sub_path).parents]:
             if path.is_relative_to(self.workdir):
@@ -266,7 +295,7 @@ class Tier:
         return directory
 
     def add_volume(self, namespace: str, claim: str) -> None:
-        directory = self.workdir / "volumes" / f"{namespace}-{claim}"
+        directory = self.workdir / "volumes" / volume_name(namespace, claim)
         self.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume_name(namespace, claim)},
                     "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"], "storageClassName": "",
                              "persistentVolumeReclaimPolicy": "Retain",
@@ -302,7 +331,12 @@ class Tier:
 
 
 def volume_name(namespace: str, claim: str) -> str:
-    return f"{namespace}-{claim}"
+    """The claim's volume, also the name of its folder: ``<namespace>-<claim>``, or for a claim
+    named near its 253-character limit a prefix of that and a hash, within the limit of both."""
+    name = f"{namespace}-{claim}"
+    if len(name) <= VOLUME_NAME_LIMIT:
+        return name
+    return f"{name[:VOLUME_NAME_LIMIT - 17].rstrip('-.')}-{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
 
 def state(model: Obj | None) -> tuple[str, str]:
