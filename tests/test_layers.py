@@ -33,6 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pvc/record.py",),
     ("pvc/extraction.py",),
     ("pvc/status.py",),
+    # Whether OME serves pvc:// models itself, for the answers that step aside.
+    ("upstream_backend.py",),
     # The hooks' answers: a model handed back, the label, the related objects; then sync.
     ("hand_back.py", "label_keeper.py", "customize.py"),
     ("sync.py",),
