@@ -59,6 +59,12 @@ class Reason(StrEnum):
         "no PVC of that name in that namespace",
         "create the PVC, or point the URI at an existing one",
     )
+    PVC_BLOCK_MODE = (
+        "PVCBlockMode", ConditionType.STORAGE_READY, State.FAILED,
+        "the PVC has `volumeMode: Block`: a raw device, which no pod can mount as a directory of files, so no Job "
+        "is started",
+        "copy the model onto a claim with `volumeMode: Filesystem` (the default) and point the URI at it",
+    )
     PVC_PENDING = (
         "PVCPending", ConditionType.STORAGE_READY, State.IN_TRANSIT,
         "the PVC is `Pending` or has no phase yet",
@@ -78,7 +84,8 @@ class Reason(StrEnum):
     PVC_BOUND = (
         "PVCBound", ConditionType.STORAGE_READY, State.READY,
         "the PVC exists where the URI says, is Bound and is not being deleted; the message names its volume, size "
-        "and access modes",
+        "and access modes, and says when those keep pods on other nodes (`ReadWriteOnce`) or any second pod "
+        "(`ReadWriteOncePod`) from mounting it",
         "nothing",
     )
 
