@@ -80,18 +80,29 @@ def writes(log: Path, since: datetime, until: datetime) -> Iterator[Write]:
 
 @dataclass(frozen=True)
 class Story:
-    """The model a story is about and the namespace that holds its objects."""
+    """The model a story is about and the namespace that holds its objects; ``elsewhere``, the
+    (namespace, name) of objects made for it in other namespaces (OME's own PVC backend keeps
+    its result ConfigMap and a RoleBinding in OME's namespace)."""
 
     kind: str
     name: str
     namespace: str
+    elsewhere: frozenset[tuple[str, str]] = frozenset()
 
     def concerns(self, write: Write) -> bool:
         if write.resource in MODEL_RESOURCES:
             return write.name == self.name and (self.kind == "ClusterBaseModel" or write.namespace == self.namespace)
+        if (write.namespace, write.name) in self.elsewhere:
+            return True
         if write.namespace:
             return write.namespace == self.namespace
         return self.name in write.name
+
+
+def created(log: Path, story: Story, resource: str, since: datetime, until: datetime) -> list[str]:
+    """The names of the objects of ``resource`` the API server created for the story, in order."""
+    return [write.name for write in writes(log, since, until)
+            if write.verb == "create" and write.resource == resource and write.accepted and story.concerns(write)]
 
 
 def costs(log: Path, story: Story, since: datetime, until: datetime) -> dict[str, Counter[str]]:
