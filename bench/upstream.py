@@ -1,0 +1,138 @@
+"""The hook beside OME's own PVC backend, story by story, measured alike; writes docs/comparison.md.
+
+    python -m bench.upstream [--story SLUG]... [--kind KIND] [--output PATH]
+
+It builds what it needs once per machine (the cluster tier's binaries and OME v1.2.2, into
+``~/.cache/ome-basemodel-hook/``), then tells every story of ``tests/cluster/comparison.py``
+for both kinds of model, first on the hook's side (the hook installed beside OME v0.1.5,
+Metacontroller simulated in real time, or the binary ``METACONTROLLER_BIN`` names), then on
+OME v1.2.2's (its manager alone, with the ``omeAgent`` block its chart sets), each in a world
+of its own on 127.0.0.1, and writes the tables. A benchmark, not a test: it asserts nothing,
+and a side that never reaches a state is a result. About an hour on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+from hooks import __version__
+from tests.cluster import builds, comparison
+from tests.cluster.comparison import HOOK, KINDS, SIDES, STORIES, UPSTREAM, Outcome
+from tests.cluster.metacontroller_binary import binary
+from tests.helm import helm
+from tests.metacontroller.simulator import V4_16
+
+REPO = Path(__file__).resolve().parents[1]
+OUTPUT = REPO / "docs" / "comparison.md"
+INTRODUCTION = """\
+What each side leaves a user with, story by story, measured on one machine with the
+cluster tier's parts: a real etcd, kube-apiserver and kube-controller-manager, the played
+scheduler and kubelet (`tests/cluster/kubelet.py`), and each side's real `ome-agent`.
+`python -m bench.upstream` told every story and wrote this page; run it again to check it.
+
+- **{hook}**: the hook {version} installed as docs/install.md says, beside OME's manager
+  {ome} (whose writes to a `pvc://` model's status the fence refuses), {metacontroller}.
+- **{upstream}**: OME's manager {upstream_version} alone, with the `omeAgent` block and
+  the metadata Job's ServiceAccount and RBAC its `ome-resources` chart renders, and its
+  CRDs. Its admission webhooks do not run here (no certificates): with them, a BaseModel
+  URI that names a namespace is refused at the API server instead of failing in the status.
+
+Kubernetes {kubernetes}, etcd {etcd}; {date}, {cores} cores shared with other work, so the
+seconds are this machine's, not a promise. Each story runs in a namespace of its own; the
+writes are every write the API server's audit log shows about the model and the objects made
+for it (its namespace, and for OME's backend its result ConfigMap and RoleBinding in OME's
+namespace), by actor, refusals (403) in brackets. "Left" is what remains besides the model
+and its claim when the story ends. docs/upstream-v1.2.2-notes.md explains what OME's backend
+does and why.
+"""
+
+
+def cell(text: str) -> str:
+    """A table cell: pipes escaped, lines kept apart."""
+    return text.replace("|", "\\|").replace("\n", "<br>")
+
+
+def writes(outcome: Outcome) -> str:
+    return ", ".join(f"{actor} {counts['writes']}" + (f" ({counts['refused']} refused)" if counts["refused"] else "")
+                     for actor, counts in sorted(outcome.writes.items(), key=lambda item: (-item[1]["writes"], item[0])))
+
+
+def verdict(outcome: Outcome) -> str:
+    """One line: where the model ended, how fast it was Ready, how many Jobs it took."""
+    final = f"{outcome.state or 'no status'}" + (f" `{outcome.reason}`" if outcome.reason else "")
+    ready = f", Ready after {outcome.seconds_to_ready:.0f} s" if outcome.seconds_to_ready is not None else ""
+    return f"{final}{ready}, {len(outcome.jobs)} Job{'s' * (len(outcome.jobs) != 1)}"
+
+
+def summary(outcomes: list[Outcome]) -> list[str]:
+    by = {(outcome.story, outcome.kind, outcome.side): outcome for outcome in outcomes}
+    lines = [f"| story | kind | {HOOK.title} | {UPSTREAM.title} |", "|---|---|---|---|"]
+    for _, title, _ in STORIES:
+        for kind in KINDS:
+            cells = [by.get((title, kind, side.title)) for side in SIDES]
+            if any(cells):
+                lines.append(f"| {title} | {kind} | " + " | ".join(cell(verdict(found)) if found else "not told" for found in cells) + " |")
+    return lines
+
+
+def story_table(outcomes: list[Outcome]) -> list[str]:
+    lines = ["| side | kind | final state and reason | `kubectl get` | `kubectl describe`: Ready's message; events | Jobs created | "
+             "API writes per actor | s to Ready | left | steps |", "|---|---|---|---|---|---|---|---:|---|---|"]
+    for outcome in outcomes:
+        get = " ".join(f"{name}={value}" for name, value in outcome.columns.items())
+        describe = outcome.message + ("\n" + "\n".join(outcome.events) if outcome.events else "")
+        ready = f"{outcome.seconds_to_ready:.0f}" if outcome.seconds_to_ready is not None else "never"
+        row = [outcome.side, outcome.kind, f"{outcome.state} {outcome.reason}".strip() or "no status", get, describe,
+               f"{len(outcome.jobs)}: " + ", ".join(outcome.jobs) if outcome.jobs else "0", writes(outcome), ready,
+               "\n".join(outcome.left) or "nothing", "\n".join(outcome.steps)]
+        lines.append("| " + " | ".join(cell(text) for text in row) + " |")
+    return lines
+
+
+def render(outcomes: list[Outcome], when: datetime, cores: int) -> str:
+    """docs/comparison.md: what was run, where each side stands, then each story's table."""
+    metacontroller = binary()
+    introduction = INTRODUCTION.format(
+        hook=HOOK.title, version=__version__, ome=builds.OME.version, upstream=UPSTREAM.title,
+        upstream_version=builds.OME_PVC_BACKEND.version, kubernetes=builds.KUBERNETES.version, etcd=builds.ETCD.version,
+        metacontroller=f"the Metacontroller binary {metacontroller.name}" if metacontroller
+        else f"Metacontroller played by the project's simulator ({V4_16.name}'s behaviour) in real time",
+        date=when.strftime("%Y-%m-%d"), cores=cores)
+    lines = ["# The hook beside OME's own PVC backend", "", introduction, "## Where each side stands", "",
+             *summary(outcomes), ""]
+    for _, title, _ in STORIES:
+        told = [outcome for outcome in outcomes if outcome.story == title]
+        if told:
+            lines += [f"## {title}", "", *story_table(told), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.upstream", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--story", action="append", choices=[slug for slug, _, _ in STORIES], default=[],
+                        help="tell only these stories (repeatable); all by default")
+    parser.add_argument("--kind", choices=KINDS, help="only this kind of model; both by default")
+    parser.add_argument("--output", type=Path, default=OUTPUT, help=f"where to write the page (default {OUTPUT.relative_to(REPO)})")
+    options = parser.parse_args(argv)
+    for target, seconds in builds.build_all(targets=builds.COMPARISON_BUILDS).items():
+        if seconds:
+            sys.stdout.write(f"built {target} in {seconds:.0f} s\n")
+    helm()
+    kinds = (options.kind,) if options.kind else KINDS
+    outcomes: list[Outcome] = []
+    for side in SIDES:
+        told = comparison.tell_all(side, kinds, tuple(options.story))
+        for outcome in told:
+            sys.stdout.write(f"{outcome.side} | {outcome.story} | {outcome.kind}: {verdict(outcome)}\n")
+        outcomes += told
+    options.output.write_text(render(outcomes, datetime.now(timezone.utc), os.cpu_count() or 1) + "\n", encoding="utf-8")
+    sys.stdout.write(f"wrote {options.output}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
