@@ -61,6 +61,14 @@ def helm_tier() -> Iterator[Tier]:
         yield world
 
 
+@pytest.fixture(scope="module")
+def comparison_tier() -> Iterator[Tier]:
+    """A world of its own for a story that replaces OME's manager, with OME v1.2.2 built too."""
+    builds.build_all(targets=builds.COMPARISON_BUILDS)
+    with running(Tier.install, existing_models=False) as world:
+        yield world
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """How long the world took to come up; every story's costs, the real ones beside the
     simulator's; and the real writes per actor."""
