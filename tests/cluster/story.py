@@ -61,8 +61,9 @@ class Story:
     def namespace_only(self) -> None:
         self.tier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
 
-    def storage(self, config: str | None = None, bound: bool = True, volume_mode: str = "Filesystem") -> None:
-        self.tier.storage(self.namespace, CLAIM, SUB_PATH, config, bound, volume_mode)
+    def storage(self, config: str | None = None, bound: bool = True, volume_mode: str = "Filesystem",
+                access_modes: tuple[str, ...] = ("ReadOnlyMany",)) -> None:
+        self.tier.storage(self.namespace, CLAIM, SUB_PATH, config, bound, volume_mode, access_modes)
 
     def create(self, uri: str | None = None, as_sample: bool = False) -> None:
         """The model, with only its storage URI; ``as_sample``, with the rest of the spec the docs'

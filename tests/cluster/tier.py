@@ -249,11 +249,12 @@ class Tier:
         self.plane.kubectl("delete", kind, name, *(["--namespace", namespace] if namespace else []), f"--wait={str(wait).lower()}")
 
     def storage(self, namespace: str, claim: str, sub_path: str, config: str | None = None, bound: bool = True,
-                volume_mode: str = "Filesystem") -> Path:
+                volume_mode: str = "Filesystem", access_modes: tuple[str, ...] = ("ReadOnlyMany",)) -> Path:
         """A PersistentVolume on a host directory holding a model under ``sub_path``, and the claim
         ``claim`` in ``namespace`` on it, which the real volume binder binds; with ``bound=False``
         the claim names a volume that does not exist yet, so it stays Pending until ``add_volume``.
-        Claim and volume have ``volume_mode`` (the binder binds only a volume of the claim's mode)."""
+        Claim and volume have ``volume_mode`` and ``access_modes`` (the binder binds a claim only
+        to a volume of its mode that offers its access modes)."""
         directory = self.workdir / "volumes" / f"{namespace}-{claim}"
         write_model(directory / sub_path, config)
         for path in [directory, *(directory / sub_path).parents]:
@@ -261,16 +262,17 @@ class Tier:
                 path.chmod(0o755)
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
                    {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": namespace},
-                    "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "", "volumeName": volume_name(namespace, claim),
+                    "spec": {"accessModes": list(access_modes), "storageClassName": "", "volumeName": volume_name(namespace, claim),
                              "volumeMode": volume_mode, "resources": {"requests": {"storage": "1Gi"}}}})
         if bound:
-            self.add_volume(namespace, claim, volume_mode)
+            self.add_volume(namespace, claim, volume_mode, access_modes)
         return directory
 
-    def add_volume(self, namespace: str, claim: str, volume_mode: str = "Filesystem") -> None:
+    def add_volume(self, namespace: str, claim: str, volume_mode: str = "Filesystem",
+                   access_modes: tuple[str, ...] = ("ReadOnlyMany",)) -> None:
         directory = self.workdir / "volumes" / f"{namespace}-{claim}"
         self.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume_name(namespace, claim)},
-                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"], "storageClassName": "",
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": list(access_modes), "storageClassName": "",
                              "volumeMode": volume_mode,
                              "persistentVolumeReclaimPolicy": "Retain",
                              "claimRef": {"namespace": namespace, "name": claim},
