@@ -39,7 +39,7 @@ SHORT_TTL_SECONDS = 60
 HOOK_TTL_SETTING = "JOB_TTL_SECONDS_AFTER_FINISHED"
 OTHER_NAMESPACE = "elsewhere"
 HOLD_FINALIZER = "example.com/in-use"
-"""Holds a deleted claim Terminating, as a serving pod still using it would."""
+"""Holds a deleted claim Terminating, as a serving pod still using it would (until the world ends)."""
 SPEC_METADATA = {"modelType": "llama", "modelArchitecture": "LlamaForCausalLM", "modelParameterSize": "8.03B"}
 
 
@@ -129,12 +129,9 @@ class Run:
         self.outcome = Outcome(title, kind, side.title)
         self.created: float | None = None
 
-    def create(self, uri: str | None = None, spec: dict[str, str] | None = None) -> None:
-        """The model, as ``Story.create`` makes it, with ``spec`` fields beside the URI."""
-        self.model.create(uri)
-        if spec:
-            self.tier.plane.kubectl("patch", PLURALS[self.model.kind], self.model.name, *self._namespace_flag(),
-                                    "--type=merge", "--patch", json.dumps({"spec": spec}))
+    def create(self, uri: str | None = None, fields: dict[str, str] | None = None) -> None:
+        """The model, as ``Story.create`` makes it, with ``fields`` in its spec beside the URI."""
+        self.model.create(uri, fields=fields)
         self.created = time.monotonic()
 
     def _namespace_flag(self) -> list[str]:
@@ -174,7 +171,7 @@ class Run:
         until = datetime.now(timezone.utc) + timedelta(seconds=1)
         outcome = self.outcome
         model = self.model.model()
-        outcome.state, outcome.reason = state(model)
+        outcome.state, outcome.reason = state(model) if model is not None else ("deleted", "")
         conditions = ((model or {}).get("status") or {}).get("conditions") or []
         outcome.message = next((item.get("message", "") for item in conditions if item.get("type") == "Ready"), "")
         if model is not None:
@@ -183,7 +180,7 @@ class Run:
         story = self._audited()
         outcome.jobs = audit.created(self.tier.plane.audit_log, story, "jobs", since, until)
         outcome.writes = audit.costs(self.tier.plane.audit_log, story, since, until)
-        outcome.left = self._left()
+        outcome.left = self.left()
         return outcome
 
     def _columns(self) -> dict[str, str]:
@@ -194,8 +191,10 @@ class Run:
         return {name: value for name, value in cells.items() if value and name not in ("NAME", "AGE")}
 
     def _events(self) -> list[str]:
-        kind_flag = f"involvedObject.kind={self.model.kind},involvedObject.name={self.model.name}"
-        found = self.tier.plane.kubectl("get", "events", "--all-namespaces", "--field-selector", kind_flag,
+        about = f"involvedObject.kind={self.model.kind},involvedObject.name={self.model.name}"
+        if self.model.model_namespace:
+            about += f",involvedObject.namespace={self.model.model_namespace}"
+        found = self.tier.plane.kubectl("get", "events", "--all-namespaces", "--field-selector", about,
                                         "-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}").stdout
         return [line for line in found.splitlines() if line]
 
@@ -210,7 +209,7 @@ class Run:
                                    (ome_manager.NAMESPACE, f"{account}-{self.model.namespace}")})
         return audit.Story(self.model.kind, self.model.name, self.model.namespace, elsewhere)
 
-    def _left(self) -> list[str]:
+    def left(self) -> list[str]:
         """What remains of the story besides the model and its claim: in its namespace, in OME's
         namespace for it, and cluster-wide under its name."""
         story = self._audited()
@@ -268,8 +267,6 @@ def pvc_terminating(run: Run) -> None:
     run.tier.plane.kubectl("delete", "persistentvolumeclaim", CLAIM, "--namespace", run.model.namespace, "--wait=false")
     run.create()
     run.until_state("Failed")
-    run.tier.plane.kubectl("patch", "persistentvolumeclaim", CLAIM, "--namespace", run.model.namespace, "--type=merge",
-                           "--patch", '{"metadata":{"finalizers":null}}')
 
 
 def block_volume(run: Run) -> None:
@@ -312,7 +309,7 @@ def restart_while_job_runs(run: Run) -> None:
 
 def metadata_in_spec(run: Run) -> None:
     run.model.storage()
-    run.create(spec=SPEC_METADATA)
+    run.create(fields=SPEC_METADATA)
     run.until_ready()
     run.observe("once Ready")
 
@@ -333,6 +330,7 @@ def deletion(run: Run) -> None:
     happy_path(run)
     run.model.delete()
     run.until("the model gone", lambda: run.model.model() is None, READY_SECONDS)
+    run.until("nothing of it left", lambda: not run.left(), OBSERVE_SECONDS)
 
 
 STORIES: tuple[tuple[str, str, Callable[[Run], None]], ...] = (
