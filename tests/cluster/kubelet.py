@@ -161,7 +161,10 @@ class Kubelet:
         command = [str(entrypoint)] if not container.get("command") else [self._host_path(item, mounts) for item in container["command"]]
         security = {**(spec.get("securityContext") or {}), **(container.get("securityContext") or {})}
         user, group = int(security.get("runAsUser", 0)), int(security.get("runAsGroup", 0))
-        environment = {**{item["name"]: item["value"] for item in container.get("env") or [] if "value" in item},
+        # A container runtime sets HOME when the container does not: "/" for a user the image's
+        # /etc/passwd does not name (controller-runtime's client config asks the user database
+        # for a home when HOME is unset, and fails for such a user).
+        environment = {"HOME": "/", **{item["name"]: item["value"] for item in container.get("env") or [] if "value" in item},
                        **HF_CLIENT_OFF, "KUBECONFIG": str(kubeconfig), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         try:
             done = subprocess.run([*command, *arguments], env=environment, user=user, group=group, extra_groups=[],
