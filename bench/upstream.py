@@ -127,10 +127,9 @@ def main(argv: list[str]) -> int:
     kinds = (options.kind,) if options.kind else KINDS
     outcomes: list[Outcome] = []
     for side in SIDES:
-        told = comparison.tell_all(side, kinds, tuple(options.story))
-        for outcome in told:
-            sys.stdout.write(f"{outcome.side} | {outcome.story} | {outcome.kind}: {verdict(outcome)}\n")
-        outcomes += told
+        for outcome in comparison.tell_all(side, kinds, tuple(options.story)):
+            print(f"{outcome.side} | {outcome.story} | {outcome.kind}: {verdict(outcome)}", flush=True)
+            outcomes.append(outcome)
     options.output.write_text(render(outcomes, datetime.now(timezone.utc), os.cpu_count() or 1) + "\n", encoding="utf-8")
     sys.stdout.write(f"wrote {options.output}\n")
     return 0

@@ -357,9 +357,9 @@ def tell(tier: Tier, side: Side, kind: str, slug: str, title: str, story: Callab
     return run.finish(since)
 
 
-def tell_all(side: Side, kinds: tuple[str, ...] = KINDS, only: tuple[str, ...] = ()) -> list[Outcome]:
-    """Every story (or those ``only`` names) for each kind, in one world of ``side``."""
-    outcomes = []
+def tell_all(side: Side, kinds: tuple[str, ...] = KINDS, only: tuple[str, ...] = ()) -> Iterator[Outcome]:
+    """Every story (or those ``only`` names) for each kind, in one world of ``side``, each
+    outcome as soon as it is told."""
     with world(side) as tier:
         for slug, title, story in STORIES:
             if only and slug not in only:
@@ -367,5 +367,4 @@ def tell_all(side: Side, kinds: tuple[str, ...] = KINDS, only: tuple[str, ...] =
             if story is job_ttl_after_ready:
                 side.shorten_job_ttl(tier, SHORT_TTL_SECONDS)
             for kind in kinds:
-                outcomes.append(tell(tier, side, kind, slug, title, story))
-    return outcomes
+                yield tell(tier, side, kind, slug, title, story)
