@@ -24,6 +24,8 @@ from tests.metacontroller.selection import Obj
 
 REQUEST_TIMEOUT_SECONDS = 30.0
 BUSY_SECONDS = 30.0
+IDLE_SECONDS = 60.0
+"""How long a kept-alive connection may rest before a request takes a new one (the API server allows 90 s)."""
 WATCH_SECONDS = 240
 """Each watch request asks the server to end it after this long; the watcher then resumes."""
 
@@ -61,11 +63,6 @@ class Busy(Exception):
         self.after = after
 
 
-class StaleConnection(Exception):
-    """A kept-alive connection the API server closed while it was idle (kube-apiserver closes
-    one after 90 s): the request never reached it, and goes again on a new connection."""
-
-
 class Client:
     """Requests to the API server as one identity."""
 
@@ -86,15 +83,12 @@ class Client:
         while True:
             try:
                 return self._request_once(method, path, body, query, content_type)
-            except StaleConnection:
-                continue
             except Busy as busy:
                 if time.monotonic() + busy.after > deadline:
                     raise ApiError(429, str(busy)) from None
                 time.sleep(busy.after)
 
     def _request_once(self, method: str, path: str, body: Any, query: dict[str, str] | None, content_type: str) -> Any:
-        reused = getattr(self._local, "connection", None) is not None
         connection = self._connection()
         target = path + (f"?{urlencode(query)}" if query else "")
         payload = None if body is None else json.dumps(body).encode()
@@ -105,11 +99,9 @@ class Client:
             connection.request(method, target, body=payload, headers=headers)
             response = connection.getresponse()
             data = response.read()
-        except (OSError, http.client.HTTPException) as error:
+        except (OSError, http.client.HTTPException):
             self._local.connection = None
             connection.close()
-            if reused and isinstance(error, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)):
-                raise StaleConnection() from error
             raise
         answer = json.loads(data) if data else None
         if response.status >= 300:
@@ -133,11 +125,17 @@ class Client:
         return response.status == 200
 
     def _connection(self) -> http.client.HTTPSConnection:
+        """This thread's kept-alive connection; a new one after ``IDLE_SECONDS`` unused, since
+        kube-apiserver closes an idle connection after 90 s and a request sent on it then fails."""
         connection = getattr(self._local, "connection", None)
+        if connection is not None and time.monotonic() - self._local.used > IDLE_SECONDS:
+            connection.close()
+            connection = None
         if connection is None:
             connection = http.client.HTTPSConnection(self.endpoint.host, self.endpoint.port, context=self._context,
                                                      timeout=REQUEST_TIMEOUT_SECONDS)
             self._local.connection = connection
+        self._local.used = time.monotonic()
         return connection
 
     # --- objects ----------------------------------------------------------------------------
