@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,6 +113,8 @@ def render(outcomes: list[Outcome], when: datetime, cores: int) -> str:
 
 
 def main(argv: list[str]) -> int:
+    # Stopped with SIGTERM, the worlds stop their processes as on Ctrl-C.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(prog="python -m bench.upstream", description=__doc__.split("\n\n")[0])
     parser.add_argument("--story", action="append", choices=[slug for slug, _, _ in STORIES], default=[],
                         help="tell only these stories (repeatable); all by default")

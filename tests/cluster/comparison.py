@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import traceback
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -351,9 +352,15 @@ STORIES: tuple[tuple[str, str, Callable[[Run], None]], ...] = (
 
 
 def tell(tier: Tier, side: Side, kind: str, slug: str, title: str, story: Callable[[Run], None]) -> Outcome:
+    """The story told, and what it left; a story that breaks off says where and why in its
+    steps (its traceback on stderr), and the next one is told all the same."""
     run = Run(tier, side, kind, slug, title)
     since = datetime.now(timezone.utc)
-    story(run)
+    try:
+        story(run)
+    except Exception as error:  # noqa: BLE001 - a benchmark reports a broken story and goes on
+        traceback.print_exc()
+        run.outcome.steps.append(f"the story broke off: {type(error).__name__}: {error}")
     return run.finish(since)
 
 
