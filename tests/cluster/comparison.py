@@ -277,9 +277,14 @@ def block_volume(run: Run) -> None:
 
 
 def agent_fails_then_config_fixed(run: Run) -> None:
+    """The agent fails on a broken config.json until its Job gives up; then the file is fixed,
+    as someone who read the status would."""
     run.model.storage(config=BROKEN_CONFIG)
     run.create()
     run.until_state("Failed", seconds=READY_SECONDS)
+    run.until("the Job given up", lambda: any(
+        condition.get("type") == "Failed" and condition.get("status") == "True"
+        for job in run.model.jobs() for condition in (job.get("status") or {}).get("conditions") or []), READY_SECONDS)
     write_model(run.tier.workdir / "volumes" / f"{run.model.namespace}-{CLAIM}" / SUB_PATH)
     run.until_ready(READY_SECONDS)
 
@@ -288,9 +293,9 @@ def job_ttl_after_ready(run: Run) -> None:
     """With the Jobs' TTL at ``SHORT_TTL_SECONDS`` on both sides: does a Job run again once the
     finished one is gone?"""
     happy_path(run)
-    finished = {job["metadata"]["name"] for job in run.model.jobs()}
+    finished = {job["metadata"]["uid"] for job in run.model.jobs()}
     run.until("the finished Job gone (its TTL)",
-              lambda: not finished & {job["metadata"]["name"] for job in run.model.jobs()}, SHORT_TTL_SECONDS * 3)
+              lambda: not finished & {job["metadata"]["uid"] for job in run.model.jobs()}, SHORT_TTL_SECONDS * 3)
     run.observe("after the TTL", SHORT_TTL_SECONDS * 2)
 
 
