@@ -27,7 +27,7 @@ from typing import Callable, Iterator
 
 from tests.cluster import audit, builds, ome_manager
 from tests.cluster.model_files import BROKEN_CONFIG, write_model
-from tests.cluster.story import AUDIT_FLUSH_SECONDS, CLAIM, SUB_PATH, Story
+from tests.cluster.story import CLAIM, SUB_PATH, Story
 from tests.cluster.tier import PLURALS, Tier, state
 
 KINDS = ("BaseModel", "ClusterBaseModel")
@@ -41,6 +41,9 @@ HOOK_TTL_SETTING = "JOB_TTL_SECONDS_AFTER_FINISHED"
 OTHER_NAMESPACE = "elsewhere"
 HOLD_FINALIZER = "example.com/in-use"
 """Holds a deleted claim Terminating, as a serving pod still using it would (until the world ends)."""
+SETTLE_SECONDS = 5.0
+"""How long a side serves the model after a story's last step before the outcome is read
+(longer than the audit log takes to write its last events)."""
 SPEC_METADATA = {"modelType": "llama", "modelArchitecture": "LlamaForCausalLM", "modelParameterSize": "8.03B"}
 
 
@@ -167,8 +170,9 @@ class Run:
         self.outcome.steps.append(f"{what}: {seconds:.0f} s later, %s %s" % self.model.state())
 
     def finish(self, since: datetime) -> Outcome:
-        """The outcome, read from the cluster and the audit log."""
-        time.sleep(AUDIT_FLUSH_SECONDS)
+        """The outcome, read from the cluster and the audit log once the side has served the
+        model a few seconds more (the simulated Metacontroller runs only while the story waits)."""
+        self.tier.run_for(SETTLE_SECONDS)
         until = datetime.now(timezone.utc) + timedelta(seconds=1)
         outcome = self.outcome
         model = self.model.model()
@@ -212,7 +216,7 @@ class Run:
 
     def left(self) -> list[str]:
         """What remains of the story besides the model and its claim: in its namespace, in OME's
-        namespace for it, and cluster-wide under its name."""
+        namespace for it, and for a ClusterBaseModel cluster-wide under its name."""
         story = self._audited()
         found = []
         for api_version, resource in (("batch/v1", "jobs"), ("v1", "pods"), ("v1", "serviceaccounts"), ("v1", "configmaps"),
@@ -223,9 +227,11 @@ class Run:
             for namespace, name in sorted(story.elsewhere):
                 found += [f"{item['kind']} {namespace}/{name}" for item in self.tier.objects(api_version, resource, namespace)
                           if item["metadata"]["name"] == name]
-        for resource in ("clusterroles", "clusterrolebindings"):
-            found += [f"{item['kind']} {item['metadata']['name']}" for item in self.tier.objects("rbac.authorization.k8s.io/v1", resource)
-                      if self.model.name in item["metadata"]["name"]]
+        if self.model.kind == "ClusterBaseModel":
+            for resource in ("clusterroles", "clusterrolebindings"):
+                found += [f"{item['kind']} {item['metadata']['name']}"
+                          for item in self.tier.objects("rbac.authorization.k8s.io/v1", resource)
+                          if self.model.name in item["metadata"]["name"]]
         return sorted(found)
 
 
