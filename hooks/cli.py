@@ -28,6 +28,10 @@ from hooks.settings import ConfigError, ServerSettings, Settings, default_worker
 GC_YOUNG_THRESHOLD = 50_000
 # Marks a PROMETHEUS_MULTIPROC_DIR as the hook's own, so a restart may clear its files.
 METRICS_DIR_MARK = ".basemodel-hook-metrics"
+# What every request names (the model a hook is asked about) and the fields only an answer
+# has (CONTRACT.md, section 2): a file with the latter and not the former is an answer.
+REQUEST_SUBJECTS = frozenset({"parent", "object"})
+ANSWER_ONLY_FIELDS = frozenset({"status", "resyncAfterSeconds", "finalized", "relatedResources", "labels"})
 
 EXIT_REPLAY_NOT_OK = 1
 EXIT_BAD_CONFIGURATION = 2  # argparse's own status for a bad argument, so one code for both
@@ -110,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help=f"gunicorn worker processes, 1 to 64 (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)",
+        help=f"gunicorn worker processes, {parse_workers.range} (default: $HOOK_WORKERS, else two per CPU plus one, at most 9: {default_workers()} here)",
     )
 
     replay = _add_command(
@@ -217,7 +221,10 @@ def _check_listen(bind: str) -> None:
             probe.listen()
     except OSError as error:
         reason = error.strerror or str(error)
-        raise CannotListen(f"cannot listen on {bind}: {reason[:1].lower()}{reason[1:]}") from None
+        raise CannotListen(
+            f"cannot listen on {bind}: {reason[:1].lower()}{reason[1:]}; "
+            f"choose another address with --bind or {variable_of(ServerSettings, 'bind')}"
+        ) from None
 
 
 def _run_gunicorn(options: dict[str, Any], settings: Settings) -> None:
@@ -299,6 +306,7 @@ def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -
         body = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ConfigError(f"cannot read a JSON request from {file}: {error}") from None
+    _refuse_an_answer(file, body)
     hook = hook or _hook_of(file, HOOKS)
     if hook not in HOOKS:
         raise ConfigError(f"--hook {hook!r} is not one of {', '.join(HOOKS)}")
@@ -314,6 +322,20 @@ def _replay(file: Path, hook: str | None, now: str | None, settings: Settings) -
         # Python's own flush at exit does not complain about the closed pipe either.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0 if answer.status_code == 200 else EXIT_REPLAY_NOT_OK
+
+
+def _refuse_an_answer(file: Path, body: Any) -> None:
+    """A saved answer (``tests/fixtures`` keeps one beside each request) replayed by mistake
+    would get a 400 about a missing ``parent``; say what the file is instead, and which
+    request it answers where that sits beside it."""
+    if not isinstance(body, dict) or REQUEST_SUBJECTS & body.keys() or not ANSWER_ONLY_FIELDS & body.keys():
+        return
+    request = file.with_name(file.name.removesuffix(".response.json") + ".request.json")
+    beside = f", {request}" if file.name.endswith(".response.json") and request.is_file() else ""
+    raise ConfigError(
+        f"{file} is a hook's answer ({', '.join(sorted(body))}; no parent or object), not a request: "
+        f"replay the request it answers{beside}"
+    )
 
 
 def _hook_of(file: Path, hooks: Sequence[str]) -> str:

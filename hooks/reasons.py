@@ -103,7 +103,8 @@ class Reason(StrEnum):
     )
     JOB_RUNNING = (
         "JobRunning", ConditionType.METADATA_READY, State.IN_TRANSIT,
-        "the Job runs, or its pod waits (the message says what for: an image pull, scheduling)",
+        "the Job runs, or its pod waits (with `READ_JOB_PODS=true` the message says what for: an image pull, "
+        "scheduling)",
         "wait; a waiting reason in the message is what to fix",
     )
     JOB_SUSPENDED = (
@@ -113,8 +114,9 @@ class Reason(StrEnum):
     )
     JOB_FAILED = (
         "JobFailed", ConditionType.METADATA_READY, State.FAILED,
-        "the Job failed: the message quotes its condition, how its pod ended and the agent's last error, says "
-        "which attempt failed and when the next one starts, or that none is left",
+        "the Job failed: the message quotes its condition and the command that prints the agent's log (with "
+        "`READ_JOB_PODS=true`, how its pod ended and the agent's last error), says which attempt failed and when "
+        "the next one starts, or that none is left",
         "fix the model files or the PVC (a missing `config.json`, files the Job's user cannot read: "
         "`JOB_RUN_AS_USER`); see [Retries](#retries)",
     )

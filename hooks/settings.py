@@ -48,6 +48,14 @@ class Variable:
     secret: bool = False
     shown_default: str | None = None
 
+    @property
+    def description(self) -> str:
+        """What the variable means, with the range its parser enforces where it has one, so
+        that a limit is written in one place, the parser, and the docs cannot drift from it."""
+        if isinstance(self.parse, WholeNumber):
+            return f"{self.doc} ({self.parse.range})"
+        return self.doc
+
 
 def setting(default: Any, variable: Variable) -> Any:
     """A settings field read from ``variable``."""
@@ -65,17 +73,26 @@ def _text(variable: str, raw: str) -> str:
     return raw.strip()
 
 
-def _integer(low: int, high: int) -> Parser:
-    def parse(variable: str, raw: str) -> int:
+@dataclass(frozen=True)
+class WholeNumber:
+    """Reads a whole number within ``low`` to ``high``; the range it enforces is the one
+    docs/configuration.md and ``--help`` show (``range``)."""
+
+    low: int
+    high: int
+
+    @property
+    def range(self) -> str:
+        return f"{self.low} to {self.high}"
+
+    def __call__(self, variable: str, raw: str) -> int:
         try:
             value = int(raw.strip())
         except ValueError:
             raise ConfigError(f"{variable}={raw!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise ConfigError(f"{variable}={value} is outside {low}..{high}")
+        if not self.low <= value <= self.high:
+            raise ConfigError(f"{variable}={value} is outside {self.range}")
         return value
-
-    return parse
 
 
 def _boolean(variable: str, raw: str) -> bool:
@@ -138,18 +155,21 @@ def _basic_auth_username(variable: str, raw: str) -> str:
     return value
 
 
+MAX_PORT = 65535
+
+
 def parse_bind(source: str, raw: str) -> str:
     """``host:port`` as gunicorn reads it (an IPv6 host in brackets)."""
     bind = raw.strip()
     host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit() or int(port) > 65535:
-        raise ConfigError(f"{source}={raw!r} must be host:port with a port in 0..65535, such as 127.0.0.1:8080")
+    if not host or not port.isdigit() or int(port) > MAX_PORT:
+        raise ConfigError(f"{source}={raw!r} must be host:port with a port of 0 to {MAX_PORT}, such as 127.0.0.1:8080")
     if ":" in host and not (host.startswith("[") and host.endswith("]")):
         raise ConfigError(f"{source}={raw!r}: gunicorn reads an IPv6 address only in brackets, such as [::1]:8080")
     return bind
 
 
-parse_workers = _integer(1, 64)
+parse_workers = WholeNumber(1, 64)
 
 
 def default_workers() -> int:
@@ -198,40 +218,40 @@ class JobSettings:
         1000,
         Variable(
             "JOB_RUN_AS_USER",
-            _integer(1, 2**31 - 1),
-            "the Job's numeric uid (not 0; it must be able to read the model's files)",
+            WholeNumber(1, 2**31 - 1),
+            "the Job's numeric uid, never root's 0 (Pod Security \"restricted\"); it must be able to read the model's files",
         ),
     )
     run_as_group: int = setting(
         1000,
         Variable(
             "JOB_RUN_AS_GROUP",
-            _integer(1, 2**31 - 1),
-            "the Job's numeric gid (not 0)",
+            WholeNumber(1, 2**31 - 1),
+            "the Job's numeric gid, never root's 0",
         ),
     )
     active_deadline_seconds: int = setting(
         300,
         Variable(
             "JOB_ACTIVE_DEADLINE_SECONDS",
-            _integer(30, 86400),
-            "the Job's deadline, seconds (30 to 86400)",
+            WholeNumber(30, 86400),
+            "the Job's deadline, seconds",
         ),
     )
     ttl_seconds_after_finished: int = setting(
         3600,
         Variable(
             "JOB_TTL_SECONDS_AFTER_FINISHED",
-            _integer(60, 30 * 86400),
-            "how long a finished Job (and its pod's log) is kept, seconds (at least 60)",
+            WholeNumber(60, 30 * 86400),
+            "how long a finished Job (and its pod's log) is kept, seconds",
         ),
     )
     backoff_limit: int = setting(
         2,
         Variable(
             "JOB_BACKOFF_LIMIT",
-            _integer(1, 6),
-            "pod retries inside one Job (1 to 6; the agent's single update can meet a conflict)",
+            WholeNumber(1, 6),
+            "pod retries inside one Job, at least one because the agent's single update can meet a conflict",
         ),
     )
     cpu_request: str = setting(
@@ -239,7 +259,7 @@ class JobSettings:
         Variable(
             "JOB_CPU_REQUEST",
             _positive_quantity,
-            "the Job's cpu request (a Kubernetes quantity, at most the limit)",
+            "the Job's cpu request: a Kubernetes quantity above zero, at most the limit",
         ),
     )
     cpu_limit: str = setting(
@@ -247,7 +267,7 @@ class JobSettings:
         Variable(
             "JOB_CPU_LIMIT",
             _positive_quantity,
-            "the Job's cpu limit",
+            "the Job's cpu limit: a Kubernetes quantity above zero",
         ),
     )
     memory_request: str = setting(
@@ -255,7 +275,7 @@ class JobSettings:
         Variable(
             "JOB_MEMORY_REQUEST",
             _positive_quantity,
-            "the Job's memory request (a Kubernetes quantity, at most the limit)",
+            "the Job's memory request: a Kubernetes quantity above zero, at most the limit",
         ),
     )
     memory_limit: str = setting(
@@ -263,17 +283,12 @@ class JobSettings:
         Variable(
             "JOB_MEMORY_LIMIT",
             _positive_quantity,
-            "the Job's memory limit",
+            "the Job's memory limit: a Kubernetes quantity above zero",
         ),
     )
 
     def check(self) -> None:
         """Reject combinations no single variable shows wrong."""
-        if self.run_as_user == 0 or self.run_as_group == 0:
-            raise ConfigError(
-                f"{variable_of(JobSettings, 'run_as_user')}/{variable_of(JobSettings, 'run_as_group')}: the Job must not "
-                "run as root (Pod Security 'restricted'); use a non-zero id"
-            )
         for request, limit in (("cpu_request", "cpu_limit"), ("memory_request", "memory_limit")):
             if parse_quantity(getattr(self, request)) > parse_quantity(getattr(self, limit)):
                 raise ConfigError(
@@ -312,24 +327,24 @@ class RetrySettings:
         10,
         Variable(
             "RETRY_BASE_DELAY_SECONDS",
-            _integer(10, 3600),
-            "delay after the first failed attempt, seconds (at least 10), doubling after each",
+            WholeNumber(10, 3600),
+            "delay after the first failed attempt, seconds, doubling after each",
         ),
     )
     max_delay_seconds: int = setting(
         600,
         Variable(
             "RETRY_MAX_DELAY_SECONDS",
-            _integer(10, 86400),
-            "the longest delay, seconds",
+            WholeNumber(10, 86400),
+            "the longest delay, seconds, not below `RETRY_BASE_DELAY_SECONDS`",
         ),
     )
     max_attempts: int = setting(
         5,
         Variable(
             "RETRY_MAX_ATTEMPTS",
-            _integer(1, 100),
-            "attempts before giving up (a new storage URI starts over)",
+            WholeNumber(1, 100),
+            "attempts before giving up; a new storage URI starts over",
         ),
     )
 
@@ -347,20 +362,20 @@ class SyncSettings:
     reads, when to come back to a deletion that waits, and to a label not yet written."""
 
     read_job_pods: bool = setting(
-        True,
+        False,
         Variable(
             "READ_JOB_PODS",
             _boolean,
             "ask Metacontroller for the metadata Jobs' pods, so a failure quotes the agent's last error and a stuck "
-        "pod says why; Metacontroller then caches every pod of the cluster: `false` leaves them out (and those "
-        "words out of the status)",
+            "pod says why; Metacontroller then caches every pod of the cluster, about 1 GiB per 10,000 pods "
+            "([costs](operations.md#what-it-costs-the-cluster)); without them a failure says where its log is",
         ),
     )
     finalize_resync_seconds: int = setting(
         30,
         Variable(
             "FINALIZE_RESYNC_SECONDS",
-            _integer(1, 3600),
+            WholeNumber(1, 3600),
             "how soon a deletion that waits for children is looked at again, seconds",
         ),
     )
@@ -368,14 +383,12 @@ class SyncSettings:
         10,
         Variable(
             "LABEL_RESYNC_SECONDS",
-            _integer(1, 300),
-            "how soon the label keeper looks again at a model whose label it asked to change, seconds: Metacontroller "
-            "drops the write when another writer updated the model first, and nothing else would call the keeper again",
+            WholeNumber(1, 300),
+            "how soon the label keeper looks again at a model whose label or annotations it asked to change, seconds: "
+            "Metacontroller drops the write when another writer updated the model first, and nothing else would call "
+            "the keeper again",
         ),
     )
-
-    def check(self) -> None:
-        """Nothing to combine."""
 
 
 @dataclass(frozen=True)
@@ -387,7 +400,8 @@ class ServerSettings:
         Variable(
             "HOOK_BIND",
             parse_bind,
-            "the address `serve` listens on, `host:port` (`[::1]:8080` for IPv6); `--bind` overrides; the image uses `0.0.0.0:8080`",
+            f"the address `serve` listens on, `host:port` with a port of 0 to {MAX_PORT} (`[::1]:8080` for IPv6); "
+            "`--bind` overrides; the image uses `0.0.0.0:8080`",
         ),
     )
     workers: int | None = setting(
@@ -395,7 +409,7 @@ class ServerSettings:
         Variable(
             "HOOK_WORKERS",
             parse_workers,
-            "gunicorn worker processes, 1 to 64; `--workers` overrides",
+            "gunicorn worker processes; `--workers` overrides",
             shown_default="two per CPU plus one, at most 9",
         ),
     )
@@ -403,8 +417,8 @@ class ServerSettings:
         32 * 1024 * 1024,
         Variable(
             "HOOK_MAX_REQUEST_BYTES",
-            _integer(1024, 1024**3),
-            "request size limit, bytes (a larger body, chunked too, gets a 413)",
+            WholeNumber(1024, 1024**3),
+            "request size limit, bytes: a larger body, chunked too, gets a 413",
         ),
     )
     auth_token: str = setting(
@@ -505,7 +519,8 @@ class Settings:
         """Build settings from ``environ``; raise ConfigError naming the first bad variable."""
         groups = {group: _read_group(group, environ) for group in GROUPS}
         settings = cls(*groups.values())
-        for group in (settings.job, settings.retry, settings.sync, settings.server):
+        # The groups whose variables combine; SyncSettings' stand alone.
+        for group in (settings.job, settings.retry, settings.server):
             group.check()
         return settings
 

@@ -12,10 +12,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from hooks.hand_back import hand_back
-from hooks.pvc.extraction import Plan, plan_extraction
-from hooks.pvc.observation import Observation, observe
-from hooks.pvc.status import compose_status
-from hooks.pvc.storage import judge_storage
+from hooks.pvc.decision import PVCDecision, decide
 from hooks.pvc.storage_uri import is_pvc_uri
 from hooks.reasons import ConditionType, Reason
 from hooks.request import read_model, read_request
@@ -56,16 +53,13 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
     finalizing = finalize or request.get("finalizing") is True
     if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
         return Decision(hand_back(request, model, finalizing, settings), "hand-back")
-    seen = observe(request, model, finalizing)
-    storage = judge_storage(seen)
-    plan = plan_extraction(seen, storage.ready, settings, now)
-    status = compose_status(seen, storage, plan, now)
-    return Decision(_answer(seen, status, plan, settings), "pvc")
+    return Decision(_answer(decide(request, model, finalizing, settings, now), settings), "pvc")
 
 
-def _answer(seen: Observation, status: dict[str, Any], plan: Plan, settings: Settings) -> dict[str, Any]:
+def _answer(decision: PVCDecision, settings: Settings) -> dict[str, Any]:
     """While finalizing no child is kept, and the answer says whether any is left."""
-    response: dict[str, Any] = {"status": status, "children": [] if seen.finalizing else plan.children}
+    seen, plan = decision.seen, decision.plan
+    response: dict[str, Any] = {"status": decision.status, "children": [] if seen.finalizing else plan.children}
     resync_after = plan.resync_after
     if seen.finalizing:
         response["finalized"] = not seen.remaining

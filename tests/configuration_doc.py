@@ -17,7 +17,7 @@ def tables() -> dict[str, str]:
     for group, variable, default in documented():
         name = f"`{variable.name}`" + (f" (or `{variable.name}_FILE`)" if variable.secret else "")
         shown = f"`{default}`" if default != "unset" and " " not in default else default
-        rows[group.__name__].append(f"| {name} | {shown} | {variable.doc} |")
+        rows[group.__name__].append(f"| {name} | {shown} | {variable.description} |")
     header = ["| variable | default | meaning |", "|---|---|---|"]
     return {group: "\n".join(header + lines) for group, lines in rows.items()}
 

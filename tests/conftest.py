@@ -1,21 +1,26 @@
 """Fixtures for the manifest tests: the install `kubectl kustomize` renders from
-metacontroller/, its objects, and upstream's CRDs from the shared/ reference pack.
+metacontroller/, its objects, and upstream's CRDs from the reference folder.
 
 Each rendering runs once per session, however many modules read it; the tests read the
 objects and never change them. The fixtures reading upstream's CRDs skip, saying what
-they need, where shared/ is absent (see ``tests/manifests.py``).
+they need, where the reference folder lacks them, or fail under ``CI=true``
+(``tests/reference.py``).
 
-Two hooks: once the tests are collected, the image tier's build starts in the
-background, if any of its tests is to run; and the exploration tier's count of
-perturbation points closes the report.
+Once the tests are collected, the image tier's build starts in the background, and the
+chart's tier builds helm where it is missing (saying so: minutes, once per machine), if
+any of their tests is to run; every test runs knowing whether it may run helm
+(``tests/helm.py``); and the exploration tier's count of perturbation points closes the
+report.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Iterator
 
 import pytest
 
+from tests import helm
 from tests.kustomize import render
 from tests.manifests import (
     HOOK_NAME,
@@ -103,13 +108,26 @@ def metacontroller_role(rendered: list[Obj]) -> Obj:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if any(item.get_closest_marker("image") for item in session.items):
-        from tests.test_image_runtime import start_building
+        from tests.image_build import start_building
 
         start_building()
+    if any(item.get_closest_marker(helm.MARKER) for item in session.items) and not helm.binary_path().is_file():
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"building helm {helm.HELM_VERSION} from its Go module into {helm.cache_directory()} "
+                                "(minutes, once per machine)")
+        helm.built()
+
+
+@pytest.fixture(autouse=True)
+def helm_only_in_its_tier(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test may run helm only if it is marked ``helm``."""
+    with helm.running_test(marked=request.node.get_closest_marker(helm.MARKER) is not None):
+        yield
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The exploration tier says how many perturbation points it explored."""
-    module = sys.modules.get("tests.test_exploration")
+    module = sys.modules.get("tests.simulation.test_exploration")
     if module is not None and module.REPORT.explored:
         terminalreporter.write_line(module.REPORT.lines()[0])

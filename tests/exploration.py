@@ -8,7 +8,7 @@ deterministically, over every scenario of ``tests/lifecycle.py``:
   (Metacontroller's label keeper and CompositeControllers, OME's manager, the metadata
   agent), another writer of the same model updates it first: OME's manager reconciles it,
   the other Metacontroller controller syncs it, or a user annotates it (and, at a write of
-  the record ConfigMap, a user annotates that). Their updates reach every watcher, the
+  the record, a user annotates that). Their updates reach every watcher, the
   event filters that drop some of them included, and the write may meet a Conflict.
 - **stale**: at every sync, each informer the sync reads (the parent's; the children's and
   the related objects' for a CompositeController) lags by one or two of the changes that
@@ -214,7 +214,7 @@ class Recording(Explored):
                     continue
                 self.note("unobserved", index, interferer, (*what, interferer, state),
                           f"{interferer} updates the model before {actor} can {verb} it")
-        elif model is not None and obj["kind"] == "ConfigMap" and user == METACONTROLLER:
+        elif model is not None and obj["kind"] == "ExtractionRecord" and user == METACONTROLLER:
             self.note("unobserved", index, USER, (*what, USER, state), f"{USER} edits the record before {actor} can {verb} it")
         if user == METACONTROLLER:
             self.writes_in_sync[actor] += 1
@@ -307,9 +307,9 @@ def facts(obj: Obj) -> str:
     if obj["kind"] == "Job":
         conditions = sorted(item["type"] for item in status.get("conditions") or [] if item.get("status") == "True")
         return f"Job(active={status.get('active', 0)}, failed={status.get('failed', 0)}, {conditions})"
-    if obj["kind"] == "ConfigMap":
-        data = obj.get("data") or {}
-        return f"record(attempt {data.get('attempts')}, {data.get('result')})"
+    if obj["kind"] == "ExtractionRecord":
+        spec = obj.get("spec") or {}
+        return f"record(attempt {spec.get('attempts')}, {spec.get('result')})"
     if obj["kind"] == "PersistentVolumeClaim":
         return f"PVC({status.get('phase')}{', deleting' if obj['metadata'].get('deletionTimestamp') else ''})"
     if obj["kind"] == "Pod":

@@ -22,6 +22,10 @@ from typing import Any
 from flask.testing import FlaskClient
 
 from hooks.http.app import HOOKS, create_app
+from hooks.pvc.metadata_job import build_record
+from hooks.pvc.observation import RECORDS
+from hooks.pvc.storage_uri import parse_pvc_uri
+from hooks.request import read_model
 from hooks.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -54,10 +58,28 @@ def load(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def observed_record(request: dict[str, Any]) -> dict[str, str]:
-    """The data of a saved request's record ConfigMap (the hook's memory), to change in place."""
-    [record] = request["children"]["ConfigMap.v1"].values()
-    return record["data"]
+def observed_record(request: dict[str, Any]) -> dict[str, Any]:
+    """The spec of a saved request's ExtractionRecord (the hook's memory), to change in place."""
+    [record] = request["children"][RECORDS].values()
+    return record["spec"]
+
+
+def recorded(request: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A saved request with an ExtractionRecord of ``spec`` observed, as Metacontroller stores
+    the model's record (its controllerRef, its ``controller-uid`` label); its spec, to change
+    in place."""
+    parent = request["parent"]
+    model = read_model(parent)
+    namespace = parse_pvc_uri(model.storage_uri, model.namespace).namespace
+    record = build_record(model, namespace, {"storageUri": model.storage_uri, **spec})
+    metadata = record["metadata"]
+    metadata["labels"]["controller-uid"] = parent["metadata"]["uid"]
+    metadata.update(uid="0b6f2c1e-5d7a-4c3b-9e8f-1a2b3c4d5e6f", resourceVersion="48216001", generation=1,
+                    creationTimestamp="2026-11-30T11:59:00Z",
+                    ownerReferences=[{"apiVersion": parent["apiVersion"], "kind": parent["kind"], "name": parent["metadata"]["name"],
+                                      "uid": parent["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}])
+    request["children"][RECORDS] = {f"{namespace}/{metadata['name']}": record}
+    return record["spec"]
 
 
 def answer(request_file: Path, test_client: FlaskClient | None = None) -> tuple[int, bytes]:

@@ -6,7 +6,7 @@ reconcilers, ``tests/metacontroller/ome.py``) behind the shipped status fence, t
 with OME's model agents, the Job, TTL and PVC controllers and the metadata agent. A
 scenario plays its story on the simulator's clock and returns what the models went
 through and what it cost. ``python -m tests.lifecycle`` prints the costs beside their
-budgets (``BUDGETS``, which ``tests/test_lifecycle.py`` holds every run to).
+budgets (``BUDGETS``, which ``tests/simulation/test_lifecycle.py`` holds every run to).
 """
 
 from __future__ import annotations
@@ -21,13 +21,16 @@ from typing import Any, Callable
 
 from hooks.http.app import create_app
 from hooks.settings import Settings
-from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
-from tests.metacontroller.cluster import ome_status_schema, prune
-from tests.metacontroller.kubernetes import Agent, JobController, PVCBinder, Run, TTLController
-from tests.metacontroller.ome import NodeAgents, OMEManager
-from tests.metacontroller.perturbation import Perturbation
-from tests.metacontroller.simulator import V4_16, V4_17_2, MetacontrollerVersion
-from tests.metacontroller.webhook import Hook
+from tests.extras import needs_test_extra
+
+with needs_test_extra("python -m tests.lifecycle"):
+    from tests.metacontroller import MANIFESTS, Simulator, core_hook, flask_hook, manifests
+    from tests.metacontroller.cluster import ome_status_schema, prune
+    from tests.metacontroller.kubernetes import Agent, JobController, PVCBinder, Run, TTLController
+    from tests.metacontroller.ome import NodeAgents, OMEManager
+    from tests.metacontroller.perturbation import Perturbation
+    from tests.metacontroller.simulator import V4_16, V4_17_2, MetacontrollerVersion
+    from tests.metacontroller.webhook import Hook
 
 SETTINGS = Settings()
 REPO = MANIFESTS.parent
@@ -84,6 +87,13 @@ class World:
         model["spec"]["storage"]["storageUri"] = uri
         self.sim.cluster.update(model)
 
+    def touch(self, name: str = PVC_MODEL) -> None:
+        """Any annotation, which calls the model's controllers as docs/install.md says."""
+        model = self.model(name)
+        assert model is not None
+        model["metadata"].setdefault("annotations", {})["touched-at"] = str(self.sim.clock.now.timestamp())
+        self.sim.cluster.update(model)
+
     def delete_model(self, name: str = PVC_MODEL) -> None:
         self.sim.cluster.delete("ome.io/v1beta1", self.kind, self.namespace, name)
 
@@ -107,7 +117,7 @@ class World:
         """The kinds of every object the hook's models own (its children, any namespace)."""
         return sorted(obj["kind"] for (api, kind, _, _), obj in self.sim.cluster.objects.items()
                       if kind in ("Job", "ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
-                      or (kind == "ConfigMap" and obj["metadata"].get("namespace") == NAMESPACE))
+                      or (kind == "ExtractionRecord" and obj["metadata"].get("namespace") == NAMESPACE))
 
     def install_ome_crds(self) -> None:
         """OME's ``ome-crd`` chart applies its own CRDs again: the API server prunes every

@@ -11,9 +11,8 @@ The fixtures built on these (the rendered install, the CRDs, the controllers, ..
 - ``test_rbac.py``: what Metacontroller is granted;
 - ``test_overlays.py``: the overlays the docs tell a reader to write.
 
-shared/ (the reference pack with upstream's CRDs) sits beside the repository:
-``Path(__file__).resolve().parents[2] / "shared"``. A clone without it skips the checks
-against upstream's CRDs, each saying what it needs, and runs the rest.
+Upstream's CRDs come from the reference folder (``tests/reference.py``); a check that needs
+one it lacks skips, saying which, or fails under ``CI=true``.
 """
 
 from __future__ import annotations
@@ -21,8 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+
+from tests import reference
 
 Obj = dict[str, Any]
 """One Kubernetes object (or a CRD's schema) as YAML loads it."""
@@ -30,8 +30,6 @@ Obj = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
 MANIFESTS = REPO / "metacontroller"
 SAMPLES = MANIFESTS / "samples"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-UPSTREAM_CRDS = SHARED / "reference" / "crds"
 
 HOOK_NS = "ome-basemodel-hook"
 HOOK_NAME = "ome-basemodel-hook"
@@ -47,11 +45,8 @@ def load_yaml(path: Path) -> Obj:
 
 
 def upstream_crd(filename: str) -> Obj:
-    """One of upstream's CRDs from the reference pack, which a user's clone does not have:
-    the test that needs it skips, saying so, when the pack is absent."""
-    if not UPSTREAM_CRDS.is_dir():
-        pytest.skip(f"needs upstream's CRDs in {UPSTREAM_CRDS} (the shared/ reference pack beside the repository)")
-    return load_yaml(UPSTREAM_CRDS / filename)
+    """One of upstream's CRDs from the reference folder, which a clone does not carry."""
+    return load_yaml(reference.crd(filename))
 
 
 def crd_schema(crd: Obj) -> Obj:

@@ -32,6 +32,7 @@ CRD_FILES = {
     "BaseModel": REPO / "metacontroller" / "crds" / "basemodels.yaml",
     "ClusterBaseModel": REPO / "metacontroller" / "crds" / "clusterbasemodels.yaml",
 }
+RECORD_CRD_FILE = REPO / "metacontroller" / "extractionrecords.yaml"
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -189,3 +190,17 @@ def _crd_schema(path: Path) -> dict[str, Any]:
 def status_errors(kind: str, status: dict[str, Any]) -> list[str]:
     """Errors, or fields the API server would prune, in a status written to our CRD."""
     return errors_of(_crd_schema(CRD_FILES[kind])["properties"]["status"], status)
+
+
+def record_errors(record: dict[str, Any]) -> list[str]:
+    """Errors, or fields the API server would prune, in an ``ExtractionRecord`` (its metadata
+    aside, which the API server checks as any object's)."""
+    return errors_of(_crd_schema(RECORD_CRD_FILE), {key: value for key, value in record.items() if key != "metadata"})
+
+
+def child_errors(child: dict[str, Any], version: str) -> list[str]:
+    """A child as the API server of ``version`` judges it: a built-in one by Kubernetes'
+    schema, the hook's record by its CRD's."""
+    if child["kind"] == "ExtractionRecord":
+        return record_errors(child)
+    return kubernetes_errors(child, version)

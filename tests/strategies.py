@@ -20,10 +20,10 @@ from hooks.pvc.metadata_job import ATTEMPT_LABEL, Attempt, build_access, build_j
 from hooks.pvc.observation import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
-    CONFIG_MAPS,
     JOBS,
     PODS,
     PVCS,
+    RECORDS,
     ROLE_BINDINGS,
     ROLES,
     SERVICE_ACCOUNTS,
@@ -34,6 +34,7 @@ from hooks.settings import JobSettings, RetrySettings, Settings
 from tests import golden
 from tests.metacontroller.cluster import Clock, Cluster
 from tests.metacontroller.manage_children import MANAGER, controller_ref
+from tests.schemas import record_errors
 
 NOW = golden.FIXTURE_NOW
 BOUNDED = hypothesis_settings(
@@ -121,7 +122,7 @@ def storage_uris(draw: Draw, namespace: str | None) -> str:
 
 def _record(draw: Draw, model: Model) -> dict[str, Any]:
     """The record as an earlier answer wrote it, sometimes for another URI (``status.metadataExtraction``
-    shows it; the record ConfigMap holds it)."""
+    shows it; the ExtractionRecord holds it)."""
     attempts = draw(st.integers(1, 6))
     record: dict[str, Any] = {
         "storageUri": draw(st.sampled_from([model.storage_uri, model.storage_uri, "pvc://old-store/models/llama"])),
@@ -307,7 +308,7 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
     cluster = model.cluster_scoped
     by_name = not cluster and draw(st.booleans())
     access_types = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if cluster else (ROLES, ROLE_BINDINGS)
-    children: dict[str, dict[str, Any]] = {JOBS: {}, SERVICE_ACCOUNTS: {}, CONFIG_MAPS: {}, access_types[0]: {}, access_types[1]: {}}
+    children: dict[str, dict[str, Any]] = {JOBS: {}, SERVICE_ACCOUNTS: {}, RECORDS: {}, access_types[0]: {}, access_types[1]: {}}
     related: dict[str, dict[str, Any]] = {}
     location = _location(model)
     api = Cluster(Clock(NOW - timedelta(minutes=1)))
@@ -316,7 +317,8 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
         jobs = []
         attempts = [] if sometimes(draw, 5) else draw(st.lists(st.integers(1, settings.retry.max_attempts), unique=True, min_size=1, max_size=3))
         for attempt in attempts:
-            built = build_job(model, Attempt(location, draw(st.sampled_from(uris)), attempt), draw(st.sampled_from(SETTINGS)).job)
+            uri = draw(st.sampled_from(uris))
+            built = build_job(model, Attempt(location, uri, attempt), draw(st.sampled_from(SETTINGS)).job, job_name(model, uri, attempt))
             job = created(api, built, parent)
             job["status"], suspended = draw(job_statuses())
             if suspended:
@@ -331,9 +333,11 @@ def consistent_requests(draw: Draw) -> tuple[dict[str, Any], Settings]:
                 children[type_key][_key(item, by_name)] = created(api, item, parent)
         shown = model.status.get("metadataExtraction")
         if shown and not sometimes(draw, 6):
-            data = {key: str(value) for key, value in shown.items()}
-            record = created(api, build_record(model, location.namespace, data), parent)
-            children[CONFIG_MAPS][_key(record, by_name)] = record
+            spec = {key: value for key, value in shown.items() if key != "startedAt"}
+            if record_errors(build_record(model, location.namespace, spec)):
+                spec.pop("failedAt", None)  # the API server refuses a record whose time is not one
+            record = created(api, build_record(model, location.namespace, spec), parent)
+            children[RECORDS][_key(record, by_name)] = record
         if shown and sometimes(draw, 6):
             del parent["status"]["metadataExtraction"]
         claims = [] if sometimes(draw, 6) else [draw(pvcs(location))]

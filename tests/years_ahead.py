@@ -24,7 +24,7 @@ AHEAD_VARIABLE = "TESTS_CLOCK_AHEAD_SECONDS"
 # sitecustomize imports time_machine before pytest starts, so pytest warns that it cannot
 # rewrite the asserts of that (unused) plugin; the warning says nothing about the hook.
 PYTEST = ("-m", "pytest", "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning",
-          "--ignore", "tests/test_image_runtime.py")
+          "--ignore", "tests/install/test_image_runtime.py")
 
 
 def clock_ahead_environment() -> dict[str, str]:

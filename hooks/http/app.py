@@ -28,7 +28,7 @@ from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntity
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.wsgi import get_content_length, get_input_stream
 
-from hooks.customize import customize
+from hooks.customize import customize, customize_keeper
 from hooks.http.auth import auth_scheme, authorized
 from hooks.http.metrics import CONTENT_TYPE, Metrics
 from hooks.label_keeper import keep_label
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
 Clock = Callable[[], datetime]
-HOOKS = ("sync", "customize", "finalize", "label")
+HOOKS = ("sync", "customize", "finalize", "label", "label-customize")
 HOOK_PATHS = {f"/{hook}": hook for hook in HOOKS}
 JSON = "application/json"
 
@@ -120,11 +120,21 @@ def create_app(settings: Settings | None = None, clock: Clock = _utc_now) -> Fla
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException) -> Response:
-        """Werkzeug's refusals outside a hook call (unknown path, wrong method) as JSON too."""
+        """Werkzeug's refusals outside a hook call (unknown path, wrong method) as JSON too;
+        an unknown path is answered with the paths there are, read from the app's routes."""
+        if error.code == 404:
+            return _json({"error": f"no such path {request.path}; this hook serves {_served(app)}"}, 404)
         return _json({"error": error.description or error.name}, error.code or 400)
 
     app.wsgi_app = HooksInFront(hooks.answer, app.wsgi_app)  # type: ignore[method-assign]
     return app
+
+
+def _served(app: Flask) -> str:
+    """Every method and path the app answers, in the order they were added: ``POST /sync,
+    ..., GET /metrics``."""
+    return ", ".join(f"{method} {rule.rule}" for rule in app.url_map.iter_rules() if rule.endpoint != "static"
+                     for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}))
 
 
 class HookCalls:
@@ -148,7 +158,7 @@ class HookCalls:
         if call.decision is not None:
             decision = call.decision
             metrics.series(metrics.decisions, decision.flow, decision.state, decision.reason).inc()
-        sys.stderr.write(_log_line(call, result.status, elapsed) + "\n")
+        sys.stderr.write(_log_line(call, result.status, elapsed, self.clock()) + "\n")
         return result
 
     def _respond(self, call: Call, environ: WSGIEnvironment) -> Answer:
@@ -176,8 +186,10 @@ class HookCalls:
             call.parent = body.get("object" if call.hook == "label" else "parent")
         if call.hook == "customize":
             return orjson.dumps(customize(body, self.settings))
+        if call.hook == "label-customize":
+            return orjson.dumps(customize_keeper(body, self.settings))
         if call.hook == "label":
-            return orjson.dumps(keep_label(body, self.settings.sync))
+            return orjson.dumps(keep_label(body, self.settings, self.clock()))
         call.decision = sync(body, self.settings, self.clock(), finalize=call.hook == "finalize")
         return orjson.dumps(call.decision.response)
 
@@ -232,10 +244,11 @@ def _read_body(environ: WSGIEnvironment, limit: int) -> bytes:
         raise ClientDisconnected() from None
 
 
-def _log_line(call: Call, status: int, elapsed: float) -> str:
-    """One JSON line per request: who asked about which model, and what was decided."""
+def _log_line(call: Call, status: int, elapsed: float, at: datetime) -> str:
+    """One JSON line per request: when (by the app's clock, so a replay at another time logs
+    that time), who asked about which model, and what was decided."""
     line: dict[str, Any] = {
-        "time": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "time": at.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "hook": call.hook,
         "status": status,
         "outcome": call.outcome,

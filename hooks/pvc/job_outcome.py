@@ -20,6 +20,8 @@ JOB_NAME_LABELS = ("batch.kubernetes.io/job-name", "job-name")
 MESSAGE_LIMIT = 1024
 # The reasons a failed attempt is given, by its Job while observed, then by the record.
 FAILURE_REASONS = frozenset({Reason.JOB_FAILED, Reason.JOB_DEADLINE_EXCEEDED})
+# The conditions after which a Job starts no pod.
+FINISHED = frozenset({"Complete", "Failed", "FailureTarget"})
 # How a message goes on to say what a Job's pod waits for (``pod_waiting``).
 POD_WAITING = "; its pod is waiting: "
 
@@ -52,15 +54,22 @@ class JobOutcome(NamedTuple):
         return Reason.JOB_DEADLINE_EXCEEDED if self.deadline_exceeded else Reason.JOB_FAILED
 
 
+def _true_conditions(job: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The Job's conditions whose status is True, by type."""
+    return {text(item, "type"): item for item in items(field(job, "status"), "conditions") if text(item, "status") == "True"}
+
+
+def has_finished(job: dict[str, Any]) -> bool:
+    """Complete, Failed, or a decided failure (``FailureTarget``, its pods still
+    terminating): the Job starts no pod any more."""
+    return not FINISHED.isdisjoint(_true_conditions(job))
+
+
 def read_outcome(job: dict[str, Any], pods: list[dict[str, Any]]) -> JobOutcome:
     """A decided failure (``FailureTarget``) counts as failed while its pods are still
     terminating: the Job will not try again. Its pods are read only for what the result
     makes worth saying."""
-    true = {
-        text(item, "type"): item
-        for item in items(field(job, "status"), "conditions")
-        if text(item, "status") == "True"
-    }
+    true = _true_conditions(job)
     if "Complete" in true:
         return JobOutcome(Result.SUCCEEDED)
     failure = true.get("FailureTarget") or true.get("Failed")

@@ -2,13 +2,18 @@
 
 Metacontroller's ``OnDelete`` strategy never updates an existing child, so the name of
 every child but the record is derived from everything its content depends on: one name,
-one content. The record (the ConfigMap that remembers the attempts) is the exception: one
-name per model, updated in place (``InPlace``) as the attempts go.
+one content. The record (the ``ExtractionRecord`` that remembers the attempts) is the
+exception: one name per model, updated in place (``InPlace``) when an attempt ends.
 
-A model's Job, access objects and names depend on nothing but its identity, its location
-and the Job's settings, which are the same on every sync of it: they are built once and
-remembered (bounded, for the models synced lately). The remembered objects are shared
-between answers, so nothing may change them: the hook only serializes them.
+A model's ServiceAccount, Role and RoleBinding share one name, and its Jobs' names are
+that name followed by a short hash of the URI and the attempt, so ``kubectl get`` shows
+which grant belongs to which Job.
+
+A model's names depend on nothing but its identity, its URI and the attempt, which are the
+same on every sync of it: they are derived once and remembered (bounded, for the models
+synced lately), as strings, which nothing can change. The Job and its access objects are
+built afresh for each answer, which costs less than copying remembered ones would, and no
+answer can then reach into another's.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import re
 from dataclasses import replace
 from typing import Any, Iterable, NamedTuple
 
+from hooks.pvc.observation import RECORD_API_VERSION, RECORD_KIND
 from hooks.pvc.storage_uri import PVCLocation
 from hooks.request import API_GROUP, BadRequest, Model, field
 from hooks.settings import JobSettings
@@ -83,26 +89,31 @@ def job_name(model: Model, storage_uri: str, attempt: int) -> str:
 
 
 def job_names(model: Model, storage_uri: str, attempts: Iterable[int]) -> dict[str, int]:
-    """The attempts by the name of their Job: observed Jobs are recognised by name."""
+    """The attempts by the name of their Job, as named now and as release 0.1.0 named them
+    (the ServiceAccount's stem and a hash of its own): observed Jobs are recognised by name,
+    and one that runs across an upgrade of the hook is still the model's."""
     identity = _identity(model)
-    return {_job_name(identity, storage_uri, attempt): attempt for attempt in attempts}
+    return {
+        name: attempt
+        for attempt in attempts
+        for name in (_job_name(identity, storage_uri, attempt), _release_010_job_name(identity, storage_uri, attempt))
+    }
 
 
-def model_jobs(
-    model: Model, jobs: list[dict[str, Any]], namespace: str, max_attempts: int, remembered: int
-) -> dict[int, dict[str, Any]]:
+def model_jobs(model: Model, jobs: list[dict[str, Any]], namespace: str, attempts: Iterable[int]) -> dict[int, dict[str, Any]]:
     """The observed Jobs built for the model's current URI, by attempt.
 
-    A Job is recognised by its name alone: the one this hook derives for the URI and an
+    A Job is recognised by its name alone: one this hook derives for the URI and an
     attempt, so nothing foreign is adopted and nothing of ours is missed. The attempts
-    tried are every one the settings allow, the one the record remembers and the one a
-    Job's attempt label names (a hint, checked against the name), so a Job survives a lost
-    record, a lowered maximum and a tampered label alike. A Job of ours outside
-    ``namespace``, where the model's Jobs run, is refused rather than guessed at."""
+    tried are ``attempts`` (every one the settings allow, and the one the record
+    remembers) and the one a Job's attempt label names (a hint, checked against the name),
+    so a Job survives a lost record, a lowered maximum and a tampered label alike. A Job
+    of ours outside ``namespace``, where the model's Jobs run, is refused rather than
+    guessed at."""
     if not jobs:
         return {}
     hinted = {_attempt_hint(job) for job in jobs} - {None}
-    derived = job_names(model, model.storage_uri, {*range(1, max_attempts + 1), remembered, *hinted} - {0})
+    derived = job_names(model, model.storage_uri, {*attempts, *hinted} - {0})
     found = {}
     for job in jobs:
         attempt = derived.get(job["metadata"]["name"])
@@ -126,20 +137,27 @@ def _attempt_hint(job: dict[str, Any]) -> int | None:
 
 @functools.lru_cache(maxsize=4096)
 def _job_name(identity: Identity, storage_uri: str, attempt: int) -> str:
-    """Remembered: each sync derives the name of every attempt the settings allow."""
+    """The model's own name followed by the attempt's hash: at most 36 + 10 + 8 + 1 + 6 = 61
+    characters. Remembered: each sync derives the name of every attempt the settings allow."""
+    return f"{_own_name(identity)}-{_digest(*identity, storage_uri, str(attempt))[:6]}"
+
+
+def _release_010_job_name(identity: Identity, storage_uri: str, attempt: int) -> str:
+    """A Job's name as release 0.1.0 gave it."""
     return f"{_stem(identity.name, 36)}-metadata-{_digest(*identity, storage_uri, str(attempt))[:10]}"
 
 
 def record_name(model: Model) -> str:
-    """The name of the model's record ConfigMap."""
+    """The name of the model's record."""
     return _own_name(_identity(model))
 
 
 def _own_name(identity: Identity) -> str:
     """The name of each object a model has exactly one of: its record, its ServiceAccount
     and, for a BaseModel, the Role and RoleBinding that grant it (a cluster-wide grant's
-    names are its own). Distinct for a BaseModel and a ClusterBaseModel of the same name."""
-    return f"{_stem(identity.name, 40)}-metadata-{_digest(*identity)[:8]}"
+    names start with ``ome-metadata-``). Distinct for a BaseModel and a ClusterBaseModel
+    of the same name."""
+    return f"{_stem(identity.name, 36)}-metadata-{_digest(*identity)[:8]}"
 
 
 def model_labels(model: Model) -> dict[str, str]:
@@ -162,13 +180,14 @@ def _labels(identity: Identity) -> dict[str, str]:
     return labels
 
 
-def build_job(model: Model, attempt: Attempt, settings: JobSettings) -> dict[str, Any]:
-    """The Job that mounts the PVC read-only and lets ``ome-agent`` fill the model's spec."""
-    return _job(_identity(model), attempt, settings)
+def build_job(model: Model, attempt: Attempt, settings: JobSettings, name: str) -> dict[str, Any]:
+    """The Job that mounts the PVC read-only and lets ``ome-agent`` fill the model's spec,
+    under ``name``: the one ``job_names`` derives for the attempt (an observed Job keeps the
+    one it was created with)."""
+    return _job(_identity(model), attempt, settings, name)
 
 
-@functools.lru_cache(maxsize=1024)
-def _job(identity: Identity, attempt: Attempt, settings: JobSettings) -> dict[str, Any]:
+def _job(identity: Identity, attempt: Attempt, settings: JobSettings, name: str) -> dict[str, Any]:
     location = attempt.location
     scope = ["--cluster-scoped"] if not identity.namespace else ["--basemodel-namespace", identity.namespace]
     resources = {
@@ -179,7 +198,7 @@ def _job(identity: Identity, attempt: Attempt, settings: JobSettings) -> dict[st
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": _job_name(identity, attempt.storage_uri, attempt.number),
+            "name": name,
             "namespace": location.namespace,
             "labels": {**_labels(identity), ATTEMPT_LABEL: str(attempt.number)},
             "annotations": {STORAGE_URI_ANNOTATION: attempt.storage_uri},
@@ -251,7 +270,6 @@ def build_access(model: Model, namespace: str) -> list[dict[str, Any]]:
     return _access(_identity(model), model.resource, namespace)
 
 
-@functools.lru_cache(maxsize=1024)
 def _access(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
     """The ServiceAccount and its grant: a Role in the model's namespace for a BaseModel,
     a ClusterRole for a ClusterBaseModel (which has no namespace to hold a Role)."""
@@ -293,8 +311,11 @@ def _namespaced_grant(identity: Identity, resource: str, namespace: str) -> list
 
 
 def _cluster_grant(identity: Identity, resource: str, namespace: str) -> list[dict[str, Any]]:
-    role = f"ome-metadata-{_stem(identity.name, 40)}-{_digest(*identity)[:8]}"
-    binding = f"ome-metadata-{_stem(identity.name, 40)}-{_digest(*identity, namespace)[:8]}"
+    """Cluster-wide names of their own that say what they are for and share the model's hash
+    with its ServiceAccount; the binding's also follows its subject's namespace, which its
+    content depends on. At most 13 + 32 + 1 + 8 + 1 + 6 = 61 characters."""
+    role = f"ome-metadata-{_stem(identity.name, 32)}-{_digest(*identity)[:8]}"
+    binding = f"{role}-{_digest(*identity, namespace)[:6]}"
     return [
         {
             "apiVersion": f"{RBAC_API}/v1",
@@ -312,18 +333,18 @@ def _cluster_grant(identity: Identity, resource: str, namespace: str) -> list[di
     ]
 
 
-def build_record(model: Model, namespace: str, data: dict[str, str]) -> dict[str, Any]:
-    """The ConfigMap that remembers the model's extraction attempts.
+def build_record(model: Model, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The ``ExtractionRecord`` that remembers the model's extraction attempts.
 
-    It is the hook's own object, so no CRD's status schema can prune it: whatever
-    BaseModel CRD is installed, a failed attempt stays counted and its retry spaced. It is
-    updated in place (its CompositeController's strategy for ConfigMaps is InPlace)."""
+    A kind of the hook's own, so no BaseModel CRD's status schema can prune it: whatever
+    CRDs the cluster runs, a failed attempt stays counted and its retry spaced. It is
+    updated in place (its CompositeController's strategy for it is InPlace)."""
     identity = _identity(model)
     return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
+        "apiVersion": RECORD_API_VERSION,
+        "kind": RECORD_KIND,
         "metadata": {"name": _own_name(identity), "namespace": namespace, "labels": _labels(identity)},
-        "data": data,
+        "spec": spec,
     }
 
 

@@ -17,9 +17,13 @@ ROLES = "Role.rbac.authorization.k8s.io/v1"
 ROLE_BINDINGS = "RoleBinding.rbac.authorization.k8s.io/v1"
 CLUSTER_ROLES = "ClusterRole.rbac.authorization.k8s.io/v1"
 CLUSTER_ROLE_BINDINGS = "ClusterRoleBinding.rbac.authorization.k8s.io/v1"
-CONFIG_MAPS = "ConfigMap.v1"
+RECORD_API_VERSION = "ome-basemodel-hook.ome.io/v1alpha1"
+RECORD_KIND = "ExtractionRecord"
+RECORDS = f"{RECORD_KIND}.{RECORD_API_VERSION}"
 PVCS = "PersistentVolumeClaim.v1"
 PODS = "Pod.v1"
+CHILD_TYPES = (JOBS, SERVICE_ACCOUNTS, ROLES, ROLE_BINDINGS, CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS, RECORDS)
+"""Every type a CompositeController of the hook's may return as a child."""
 
 METADATA_FIELDS = ("modelType", "modelArchitecture", "modelParameterSize")
 
@@ -29,7 +33,7 @@ Access = frozenset[tuple[str, str | None, str]]
 class Observation(NamedTuple):
     """Everything a ``pvc://`` model's sync is decided from: the model, whether it is being
     finalized, where its URI points (or why it cannot be used), its observed children (Jobs,
-    the (kind, namespace, name) of its ServiceAccount and RBAC objects, record ConfigMaps)
+    the (kind, namespace, name) of its ServiceAccount and RBAC objects, its records)
     and the related PVCs and Job pods. Whether any child remains is read only while
     finalizing: it is what a deletion waits for. Whether the spec already holds the
     metadata decides whether a Job is wanted at all."""
@@ -61,7 +65,7 @@ def observe(request: dict[str, Any], model: Model, finalizing: bool) -> Observat
     grants = (CLUSTER_ROLES, CLUSTER_ROLE_BINDINGS) if model.cluster_scoped else (ROLES, ROLE_BINDINGS)
     jobs = object_group(request, "children", JOBS, required=True)
     access = [(type_key, object_group(request, "children", type_key, required=True)) for type_key in (SERVICE_ACCOUNTS, *grants)]
-    records = object_group(request, "children", CONFIG_MAPS, required=True)
+    records = object_group(request, "children", RECORDS, required=True)
     pvcs = object_group(request, "related", PVCS, required=True) if location else []
     pods = object_group(request, "related", PODS, required=False) if location else []
     return Observation(

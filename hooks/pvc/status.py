@@ -11,7 +11,7 @@ its reasons is given by the rule beside it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from hooks.conditions import FALSE, TRUE, Condition, format_time, stamp
 from hooks.pvc.extraction import Plan
@@ -21,19 +21,27 @@ from hooks.pvc.storage import StorageVerdict
 from hooks.reasons import STATE_OF, ConditionType, Reason
 
 
-def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: datetime) -> dict[str, Any]:
+class Composed(NamedTuple):
+    """The status, and its ``Ready`` condition (what a person reads first)."""
+
+    status: dict[str, Any]
+    ready: Condition
+
+
+def compose_status(seen: Observation, storage: StorageVerdict, plan: Plan, now: datetime) -> Composed:
     """The conditions (``Ready`` repeating the first blocker), the state its reason means,
     then what the URI resolved to and the extraction's record."""
     model = seen.model
     metadata = metadata_ready(seen, plan, storage.ready)
     ready = _ready(storage.condition, metadata)
-    return {
+    status = {
         "state": STATE_OF[ready.reason],
         **model.kept_status,
         "conditions": stamp((storage.condition, metadata, ready), model.status.get("conditions"), now, model.generation),
         **({"storage": storage.fields} if storage.fields is not None else {}),
         **plan.status_fields(),
     }
+    return Composed(status, ready)
 
 
 def _ready(storage: Condition, metadata: Condition) -> Condition:
@@ -51,7 +59,7 @@ def metadata_ready(seen: Observation, plan: Plan, storage_ready: bool) -> Condit
         return _false(Reason.STORAGE_NOT_READY, "no metadata Job until spec.storage.storageUri is valid")
     spec, record = seen.model.spec, plan.record
     where = f"{plan.location.namespace}/{record.job_name}"
-    if record.result is Result.SUCCEEDED:
+    if record.result is Result.SUCCEEDED or (seen.metadata_present and record.result is Result.RUNNING):
         missing = [key for key in METADATA_FIELDS if not spec.get(key)]
         note = f"; the spec still lacks {', '.join(missing)}" if missing else ""
         return _true(Reason.METADATA_EXTRACTED, f"Job {where} extracted the model's metadata{note}")
@@ -71,32 +79,24 @@ def _attempt_of(plan: Plan) -> str:
 
 
 def _pending(seen: Observation, plan: Plan, job: str, storage_ready: bool) -> Condition:
-    """No Job of the latest attempt yet: why not, or what it waits for."""
+    """No Job of the latest attempt yet: why not, or that it is being created. One text
+    while its ServiceAccount and RBAC and then the Job itself are created, so that the
+    status does not change between the two."""
     if not storage_ready:
         return _false(Reason.STORAGE_NOT_READY, "waiting for the storage before reading the model's config")
     if seen.finalizing:
         return _false(Reason.JOB_PENDING, "no metadata Job: the model is being deleted")
-    if plan.missing_access:
-        return _false(
-            Reason.JOB_PENDING,
-            f"creating the ServiceAccount and RBAC for {job} first; still missing: "
-            f"{', '.join(plan.missing_access)}. If they do not appear, the model's events show why "
-            "Metacontroller could not create them (SyncError; it must hold the verbs a Role grants)",
-        )
     return _false(
         Reason.JOB_PENDING,
-        f"waiting for {job} to be created; if it does not appear, the model's "
-        "events show why Metacontroller could not create it (SyncError)",
+        f"creating {job}, after its ServiceAccount and RBAC; if it does not appear, the model's events "
+        "show why Metacontroller could not create them (SyncError; it must hold the verbs a Role grants)",
     )
 
 
 def _running(plan: Plan, job: str, finalizing: bool) -> Condition:
     """A Job that exists and has not finished: suspended, waiting for its pod, or working."""
     suspended = plan.outcome is not None and plan.outcome.suspended
-    if plan.unseen_until is not None:
-        doing = (f"is out of Metacontroller's view (deleted by hand, or its view is behind); it counts as failed "
-                 f"at {format_time(plan.unseen_until)} unless it appears")
-    elif suspended:
+    if suspended:
         doing = "is suspended; resume it (spec.suspend: false) to extract"
     elif plan.record.pod_waiting:
         doing = f"has not started{POD_WAITING}{plan.record.pod_waiting}"

@@ -17,5 +17,8 @@ pytest marker ``cluster``, deselected by default; ``python -m pytest -m cluster`
   (``tests/metacontroller/``) driving the real API server in real time;
   ``metacontroller_binary``: a real Metacontroller instead, when ``METACONTROLLER_BIN`` names one;
 - ``tier``: the world those make, and the install as docs/install.md says; ``existing``:
-  OME models that predate the hook; ``audit``: what the audit log counts, per actor and model.
+  OME models that predate the hook; ``audit``: what the audit log counts, per actor and model,
+  and what each of Metacontroller's writes of a model changed;
+- ``test_ome_crd_chart``: OME's ``ome-crd`` chart upgraded over the hook's CRDs with Helm 4
+  and Helm 3 (``tests/helm.py`` pins both), each on a control plane of its own.
 """

@@ -63,6 +63,11 @@ class Busy(Exception):
         self.after = after
 
 
+class StaleConnection(Exception):
+    """A kept-alive connection the API server closed while it was idle (kube-apiserver closes
+    one after 90 s): the request never reached it, and goes again on a new connection."""
+
+
 class Client:
     """Requests to the API server as one identity."""
 
@@ -83,12 +88,15 @@ class Client:
         while True:
             try:
                 return self._request_once(method, path, body, query, content_type)
+            except StaleConnection:
+                continue
             except Busy as busy:
                 if time.monotonic() + busy.after > deadline:
                     raise ApiError(429, str(busy)) from None
                 time.sleep(busy.after)
 
     def _request_once(self, method: str, path: str, body: Any, query: dict[str, str] | None, content_type: str) -> Any:
+        reused = getattr(self._local, "connection", None) is not None
         connection = self._connection()
         target = path + (f"?{urlencode(query)}" if query else "")
         payload = None if body is None else json.dumps(body).encode()
@@ -99,9 +107,11 @@ class Client:
             connection.request(method, target, body=payload, headers=headers)
             response = connection.getresponse()
             data = response.read()
-        except (OSError, http.client.HTTPException):
+        except (OSError, http.client.HTTPException) as error:
             self._local.connection = None
             connection.close()
+            if reused and isinstance(error, (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)):
+                raise StaleConnection() from error
             raise
         answer = json.loads(data) if data else None
         if response.status >= 300:

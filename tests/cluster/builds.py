@@ -8,9 +8,10 @@ A build goes to a temporary folder renamed into place when complete, under a fil
 so an interrupted or concurrent build never leaves half a cache.
 
 ``python -m tests.cluster.builds`` builds whatever is missing and prints what each build
-cost; the tier's fixtures do the same before they start anything. ``--comparison`` adds
-OME v1.2.2 (``OME_PVC_BACKEND``), which only the comparison with OME's own PVC backend
-needs and ``.ci/run`` leaves out (docs/development.md says why).
+cost, and the two helm releases the tier runs (``tests/helm.py``); the tier's fixtures do the
+same before they start anything. ``--comparison`` adds OME v1.2.2 (``OME_PVC_BACKEND``), which
+only the comparison with OME's own PVC backend needs and ``.ci/run`` leaves out
+(docs/development.md says why).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests import helm
 
 HERE = Path(__file__).resolve().parent
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ome-basemodel-hook"
@@ -204,6 +207,13 @@ def main(argv: list[str]) -> int:
         recorded = (target.directory / STAMP).read_text(encoding="utf-8").strip()
         state = "cached" if cached else f"built in {seconds:.0f} s"
         sys.stdout.write(f"{target.name} {target.version}: {state} (cold build took {recorded} s) in {target.directory}\n")
+    for release in (helm.HELM_4, helm.HELM_3):
+        cached = release.binary_path().is_file()
+        started = time.monotonic()
+        if release.built() is None:
+            sys.exit(f"Go is not installed: cannot build helm {release.version}")
+        state = "cached" if cached else f"built in {time.monotonic() - started:.0f} s"
+        sys.stdout.write(f"helm {release.version}: {state} in {release.cache_directory()}\n")
     return 0
 
 

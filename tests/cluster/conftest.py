@@ -7,6 +7,7 @@ A second world, for one module, installs the hook with Helm instead.
 from __future__ import annotations
 
 import atexit
+import shutil
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -16,7 +17,9 @@ import pytest
 from tests.cluster import builds
 from tests.cluster.existing import create_existing_models
 from tests.cluster.story import COLUMNS, REPORT
-from tests.cluster.tier import SHARED_CRDS, Tier
+from tests import helm, reference
+from tests.cluster.tier import Tier
+from tests.unavailable import unavailable
 
 
 WORLDS: list[Tier] = []
@@ -24,12 +27,18 @@ WORLDS: list[Tier] = []
 
 
 @contextmanager
-def running(install: Callable[[Tier], None], existing_models: bool) -> Iterator[Tier]:
-    """A world: started, given OME models that predate the hook where asked, the hook
-    installed by ``install``, Metacontroller started; stopped however the tests end."""
-    if not SHARED_CRDS.is_dir():
-        pytest.skip(f"needs Metacontroller's CRDs in {SHARED_CRDS} (the shared/ reference pack beside the repository)")
+def running(install: Callable[[Tier], None], existing_models: bool, with_helm: bool = False) -> Iterator[Tier]:
+    """A world: its binaries built (helm too, ``with_helm``), started, given OME models that
+    predate the hook where asked, the hook installed by ``install``, Metacontroller started;
+    stopped however the tests end. What it cannot build (Metacontroller's CRDs from the
+    reference folder, the Go toolchain) is checked first, before any build."""
+    for name in reference.METACONTROLLER_CRDS:
+        reference.crd(name)
+    if shutil.which("go") is None:
+        unavailable("the cluster tier builds its binaries with the Go toolchain, which is not installed")
     builds.build_all()
+    if with_helm:
+        helm.built()
     world = Tier()
     atexit.register(world.stop)
     try:
@@ -57,7 +66,7 @@ def tier() -> Iterator[Tier]:
 @pytest.fixture(scope="module")
 def helm_tier() -> Iterator[Tier]:
     """The hook installed with Helm, as docs/install.md's "Helm" says."""
-    with running(Tier.install_with_helm, existing_models=False) as world:
+    with running(Tier.install_with_helm, existing_models=False, with_helm=True) as world:
         yield world
 
 

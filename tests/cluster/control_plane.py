@@ -70,6 +70,10 @@ AUDIT_POLICY = {
         # Reads, and the leases every component renews, say nothing about a model's life.
         {"level": "None", "verbs": ["get", "list", "watch"]},
         {"level": "None", "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
+        # Metacontroller's writes of a model carry the labels and annotations the label keeper
+        # wrote, which ``audit.hook_metadata_written`` reads (the body, not the answer).
+        {"level": "Request", "users": [identities.METACONTROLLER], "verbs": ["update", "patch"],
+         "resources": [{"group": "ome.io", "resources": ["basemodels", "clusterbasemodels"]}]},
         {"level": "Metadata"},
     ],
 }

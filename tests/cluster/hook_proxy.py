@@ -7,6 +7,11 @@ which model each request is about (``parent`` for the CompositeControllers' hook
 than likely: the label keeper's answer for a new model is held until OME's manager has
 written its finalizer, so the keeper's label write carries a stale resourceVersion, as it
 does whenever the two land in that order in a cluster. The bytes pass through unchanged.
+
+A hold whose condition does not come true in time fails the story that set it: the call
+is answered 502 and the proxy's ``errors`` name the hold, which the tier's every wait and
+``HookProxy.check`` raise. Letting the answer go would let a story that meant to force an
+interleaving pass without it.
 """
 
 from __future__ import annotations
@@ -17,14 +22,28 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 from tests.cluster.processes import free_port
 
 HOLD_SECONDS = 10.0
-Hold = Callable[[str, dict[str, Any]], Callable[[], bool] | None]
-"""Given a call's path and body: None to answer at once, or what must hold before answering."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Answers held back: ``until``, given a call's path and body, says what must hold before
+    that call is answered (None: answer at once); ``what`` names the hold in a failure."""
+
+    what: str
+    until: Callable[[str, dict[str, Any]], Callable[[], bool] | None]
+    seconds: float = HOLD_SECONDS
+
+
+class HoldTimedOut(Exception):
+    """A hold's condition did not come true within its time: the interleaving it was to
+    force did not happen."""
 
 
 def model_of(body: Any) -> tuple[str, str, str] | None:
@@ -56,6 +75,11 @@ class HookProxy:
         self._server.shutdown()
         self._server.server_close()
 
+    def check(self) -> None:
+        """Fail with what went wrong in the proxy so far: a hold that timed out, a call it could not pass on."""
+        if self.errors:
+            raise RuntimeError(f"the hook proxy failed: {self.errors}")
+
     def count(self, hook: str, model: tuple[str, str, str] | None = None) -> int:
         """Calls to ``/<hook>`` so far, about ``model`` when given."""
         with self._lock:
@@ -67,11 +91,9 @@ class HookProxy:
         with self._lock:
             self.calls[(path, model_of(body))] += 1
         for hold in list(self.holds):
-            condition = hold(path, body) if isinstance(body, dict) else None
+            condition = hold.until(path, body) if isinstance(body, dict) else None
             if condition is not None:
-                deadline = time.monotonic() + HOLD_SECONDS
-                while not condition() and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                _wait(hold, condition)
         request = urllib.request.Request(self.upstream + path, data=data, method="POST",
                                          headers={"Content-Type": "application/json"})
         try:
@@ -101,3 +123,11 @@ class HookProxy:
                 """Quiet: the hook logs every call itself."""
 
         return Handler
+
+
+def _wait(hold: Hold, condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + hold.seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            raise HoldTimedOut(f"the hold on {hold.what} timed out: its condition was still false after {hold.seconds:g} s")
+        time.sleep(0.05)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -44,6 +45,8 @@ from tests.metacontroller.selection import Obj
 
 POLL_SECONDS = 0.25
 AGENT_TIMEOUT_SECONDS = 60.0
+POD_WORKERS = 8
+"""Pods started at once, as a kubelet's pod workers run every pod of its node side by side."""
 MESSAGE_LINES = 80
 MESSAGE_BYTES = 2048
 """``kubelet``'s limits on a termination message taken from the logs."""
@@ -72,6 +75,14 @@ def termination_message(output: str) -> str:
     return encoded[-MESSAGE_BYTES:].decode(errors="replace")
 
 
+def _not_related_yet(error: ApiError) -> bool:
+    """The Node authorizer's refusal while its graph has not yet taken in the pod's binding
+    (or its claim, made again): it follows the API server's own informers, so a kubelet
+    that read the pod first meets it for a moment, and mounts again at its next pass, as a
+    real kubelet retries a volume it could not set up."""
+    return error.code == 403 and "no relationship found between node" in str(error)
+
+
 def _pods(client: Client, field_selector: str) -> list[Obj]:
     items: list[Obj] = client.request("GET", "/api/v1/pods", query={"fieldSelector": field_selector})["items"]
     return items
@@ -93,9 +104,11 @@ class Kubelet:
         self.logs = plane.workdir / "pods"
         self.logs.mkdir(exist_ok=True)
         self.errors: list[str] = []
-        self._seen: set[str] = set()
+        self._claimed: set[str] = set()
+        """Pods a worker took: being started, run, or already reported."""
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="kubelet", daemon=True)
+        self._workers = ThreadPoolExecutor(POD_WORKERS, thread_name_prefix="kubelet-pod")
 
     def start(self) -> None:
         self.node.request("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
@@ -105,6 +118,7 @@ class Kubelet:
     def stop(self) -> None:
         self._stopped.set()
         self._thread.join(timeout=AGENT_TIMEOUT_SECONDS + 5)
+        self._workers.shutdown(wait=True, cancel_futures=True)
 
     def pause(self) -> None:
         """Start no new pod until ``resume``: a Job stays active with its pod Pending."""
@@ -120,11 +134,21 @@ class Kubelet:
             try:
                 self._schedule()
                 for pod in _pods(self.node, f"spec.nodeName={NODE}"):
-                    if pod["metadata"]["uid"] not in self._seen and pod.get("status", {}).get("phase", "Pending") == "Pending" \
+                    uid = pod["metadata"]["uid"]
+                    if uid not in self._claimed and pod.get("status", {}).get("phase", "Pending") == "Pending" \
                             and not pod["metadata"].get("deletionTimestamp"):
-                        self._run(pod)
+                        self._claimed.add(uid)
+                        self._workers.submit(self._work, pod)
             except (OSError, ApiError) as error:
                 self.errors.append(f"{type(error).__name__}: {error}")
+
+    def _work(self, pod: Obj) -> None:
+        """One pod on a worker; one that cannot start yet goes back to the next pass."""
+        try:
+            if not self._run(pod):
+                self._claimed.discard(pod["metadata"]["uid"])
+        except (OSError, ApiError) as error:
+            self.errors.append(f"{type(error).__name__}: {error}")
 
     def _schedule(self) -> None:
         for pod in _pods(self.scheduler, "spec.nodeName="):
@@ -138,21 +162,21 @@ class Kubelet:
 
     # --- one pod -----------------------------------------------------------------------------
 
-    def _run(self, pod: Obj) -> None:
+    def _run(self, pod: Obj) -> bool:
+        """The pod run to its end; False while its volume or token cannot be had yet."""
         metadata, spec = pod["metadata"], pod["spec"]
-        volumes = self._volumes(metadata["namespace"], spec)
-        if volumes is None:
-            return
-        self._seen.add(metadata["uid"])
+        try:
+            volumes = self._volumes(metadata["namespace"], spec)
+            token = None if volumes is None else self._token(pod)
+        except ApiError as error:
+            if not _not_related_yet(error):
+                raise
+            return False
+        if volumes is None or token is None:
+            return False
         container = spec["containers"][0]
         started = _now()
         self._status(pod, "Running", {"running": {"startedAt": started}}, started, ready=True)
-        token = self.node.request(
-            "POST", f"/api/v1/namespaces/{metadata['namespace']}/serviceaccounts/{spec.get('serviceAccountName', 'default')}/token",
-            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-             "spec": {"expirationSeconds": 3600, "boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
-                                                                    "name": metadata["name"], "uid": metadata["uid"]}}},
-        )["status"]["token"]
         kubeconfig = self.plane.kubeconfig(KUBELET, token=token, name=f"pod-{metadata['uid']}")
         mounts = {mount["mountPath"]: volumes[mount["name"]] / mount.get("subPath", "")
                   for mount in container.get("volumeMounts") or [] if mount["name"] in volumes}
@@ -180,6 +204,17 @@ class Kubelet:
         if exit_code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
             terminated["message"] = termination_message(output)
         self._status(pod, "Succeeded" if exit_code == 0 else "Failed", {"terminated": terminated}, started, ready=False)
+        return True
+
+    def _token(self, pod: Obj) -> str:
+        """A token of the pod's ServiceAccount bound to the pod, as the kubelet asks for one."""
+        metadata, spec = pod["metadata"], pod["spec"]
+        return str(self.node.request(
+            "POST", f"/api/v1/namespaces/{metadata['namespace']}/serviceaccounts/{spec.get('serviceAccountName', 'default')}/token",
+            {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+             "spec": {"expirationSeconds": 3600, "boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
+                                                                    "name": metadata["name"], "uid": metadata["uid"]}}},
+        )["status"]["token"])
 
     @staticmethod
     def _claims(reader: Client, namespace: str, spec: Obj) -> list[tuple[str, Obj | None]]:

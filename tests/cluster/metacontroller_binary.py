@@ -39,15 +39,16 @@ def binary() -> Path | None:
 
 
 class MetacontrollerBinary:
-    def __init__(self, plane: ControlPlane, path: Path) -> None:
+    def __init__(self, plane: ControlPlane, path: Path, arguments: tuple[str, ...] = ()) -> None:
         self.plane = plane
         self.path = path
+        self.arguments = arguments
         self.process: Process | None = None
 
     def start(self) -> None:
         environment = {**os.environ, "KUBECONFIG": str(self.plane.kubeconfig(METACONTROLLER))}
         self.process = Process("metacontroller", [str(self.path), "--discovery-interval=2s", "--metrics-address=0",
-                                                  "--health-probe-bind-address=0", "--zap-log-level=4"],
+                                                  "--health-probe-bind-address=0", "--zap-log-level=4", *self.arguments],
                                self.plane.workdir / "metacontroller.log", environment)
         self.plane.processes.append(self.process)
 

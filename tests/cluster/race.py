@@ -16,6 +16,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
+from tests.cluster.hook_proxy import Hold
 from tests.cluster.tier import Tier
 
 OME_FINALIZERS = {"BaseModel": "basemodels.ome.io/finalizer", "ClusterBaseModel": "clusterbasemodels.ome.io/finalizer"}
@@ -24,12 +25,13 @@ OME_FINALIZERS = {"BaseModel": "basemodels.ome.io/finalizer", "ClusterBaseModel"
 @contextmanager
 def played(tier: Tier, kind: str, name: str, has_finalizer: Callable[[], bool]) -> Iterator[list[bool]]:
     """Within the block, the first label keeper call about model ``name`` is raced by OME's
-    finalizer; the list it yields holds True once that happened."""
+    finalizer; the list it yields holds True once that happened. A block that ends without
+    the race played, its hold timed out, fails naming the hold."""
     proxy, ome = tier.proxy, tier.ome
     assert proxy is not None and ome is not None
     happened: list[bool] = []
 
-    def hold(path: str, body: dict[str, Any]) -> Callable[[], bool] | None:
+    def until_finalized(path: str, body: dict[str, Any]) -> Callable[[], bool] | None:
         metadata = (body.get("object") or {}).get("metadata") or {}
         if path != "/label" or metadata.get("name") != name or happened \
                 or OME_FINALIZERS[kind] in (metadata.get("finalizers") or []):
@@ -38,6 +40,7 @@ def played(tier: Tier, kind: str, name: str, has_finalizer: Callable[[], bool]) 
         ome.resume()
         return has_finalizer
 
+    hold = Hold(f"the label keeper's first answer about {kind} {name}, until OME's finalizer is in", until_finalized)
     proxy.holds.append(hold)
     ome.pause()
     try:
@@ -45,3 +48,4 @@ def played(tier: Tier, kind: str, name: str, has_finalizer: Callable[[], bool]) 
     finally:
         ome.resume()
         proxy.holds.remove(hold)
+    proxy.check()

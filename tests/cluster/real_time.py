@@ -29,13 +29,14 @@ HOOK_TIMEOUT_SECONDS = 10.0
 IDLE_WAIT_SECONDS = 0.2
 WATCHED = [resource_of(api_version, resource) for api_version, resource in (
     ("ome.io/v1beta1", "basemodels"), ("ome.io/v1beta1", "clusterbasemodels"),
-    ("batch/v1", "jobs"), ("v1", "serviceaccounts"), ("v1", "configmaps"),
+    ("batch/v1", "jobs"), ("v1", "serviceaccounts"), ("ome-basemodel-hook.ome.io/v1alpha1", "extractionrecords"),
     ("rbac.authorization.k8s.io/v1", "roles"), ("rbac.authorization.k8s.io/v1", "rolebindings"),
     ("rbac.authorization.k8s.io/v1", "clusterroles"), ("rbac.authorization.k8s.io/v1", "clusterrolebindings"),
-    ("v1", "persistentvolumeclaims"), ("v1", "pods"), ("v1", "namespaces"),
+    ("v1", "persistentvolumeclaims"), ("v1", "namespaces"),
 )]
 """What the product's controllers watch: the parents, the children, the related types its customize
-hook names, and the namespaces Metacontroller's customize manager always watches."""
+hooks name (pods only with READ_JOB_PODS=true, which the tier's hook leaves off), and the namespaces
+Metacontroller's customize manager always watches."""
 CONTROLLER_KINDS = (("compositecontrollers", "CompositeController"), ("decoratorcontrollers", "DecoratorController"))
 
 

@@ -81,6 +81,11 @@ class Story:
         self.tier.plane.kubectl("patch", PLURALS[self.kind], self.name, *self._namespace_flag(), "--type=merge",
                                 "--patch", f'{{"spec":{{"storage":{{"storageUri":"{uri}"}}}}}}')
 
+    def touch(self) -> None:
+        """Any annotation, as docs/install.md suggests to bring a model's next sync at once."""
+        self.tier.plane.kubectl("annotate", PLURALS[self.kind], self.name, *self._namespace_flag(), "--overwrite",
+                                f"touched-at={time.time_ns()}")
+
     def delete(self) -> None:
         self.tier.plane.kubectl("delete", PLURALS[self.kind], self.name, *self._namespace_flag(), "--wait=false")
 
@@ -117,7 +122,8 @@ class Story:
 
     def _candidates(self) -> list[Obj]:
         found = []
-        for api_version, resource in (("batch/v1", "jobs"), ("v1", "serviceaccounts"), ("v1", "configmaps"),
+        for api_version, resource in (("batch/v1", "jobs"), ("v1", "serviceaccounts"),
+                                      ("ome-basemodel-hook.ome.io/v1alpha1", "extractionrecords"),
                                       ("rbac.authorization.k8s.io/v1", "roles"), ("rbac.authorization.k8s.io/v1", "rolebindings")):
             found += self.tier.objects(api_version, resource, self.namespace)
         for resource in ("clusterroles", "clusterrolebindings"):
@@ -129,11 +135,23 @@ class Story:
 
     # --- what it cost --------------------------------------------------------------------------------
 
+    @property
+    def audited(self) -> audit.Story:
+        """The story as the audit log tells its writes apart."""
+        return audit.Story(self.kind, self.name, self.namespace)
+
+    def model_writes(self, since: datetime | None = None) -> list[audit.ModelWrite]:
+        """Metacontroller's writes of the model outside its status, in order, since ``since``
+        (else the story's start)."""
+        time.sleep(AUDIT_FLUSH_SECONDS)
+        until = datetime.now(timezone.utc) + timedelta(seconds=1)
+        return audit.metacontroller_model_writes(self.tier.plane.audit_log, self.audited, since or self.started, until)
+
     def costs(self) -> tuple[dict[str, int], dict[str, Counter[str]]]:
         """The story's costs in ``COLUMNS``, and its writes per actor, from its start until now."""
         time.sleep(AUDIT_FLUSH_SECONDS)
         until = datetime.now(timezone.utc) + timedelta(seconds=1)
-        per_actor = audit.costs(self.tier.plane.audit_log, audit.Story(self.kind, self.name, self.namespace), self.started, until)
+        per_actor = audit.costs(self.tier.plane.audit_log, self.audited, self.started, until)
         proxy = self.tier.proxy
         assert proxy is not None
         about = (self.kind, self.model_namespace or "", self.name)

@@ -21,7 +21,7 @@ from tests.cluster import audit, builds
 from tests.cluster.story import AUDIT_FLUSH_SECONDS, LABEL, Story
 from tests.cluster.test_lifecycle import COMPOSITE_FINALIZERS, KINDS, READY_SECONDS, STEP_SECONDS
 from tests.cluster.tier import Tier
-from tests.test_layers import imported
+from tests.install.test_layers import imported
 
 pytestmark = [
     pytest.mark.comparison,

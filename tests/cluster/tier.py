@@ -24,6 +24,7 @@ from typing import Callable, Protocol
 
 import yaml
 
+from tests import reference
 from tests.cluster import builds, ome_manager
 from tests.cluster.control_plane import ADMIN, METACONTROLLER, ControlPlane
 from tests.cluster.hook_proxy import HookProxy
@@ -33,14 +34,12 @@ from tests.cluster.processes import Process
 from tests.cluster.metacontroller_binary import OWN_RBAC, MetacontrollerBinary, binary
 from tests.cluster.model_files import write_model
 from tests.cluster.real_time import RealTimeMetacontroller, http_hook
+from hooks.pvc.annotations import PREFIX as WHY_PREFIX
 from tests.helm import helm
 from tests.metacontroller.selection import Obj
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_DOC = REPO / "docs" / "install.md"
-SHARED_CRDS = REPO.parent / "shared" / "reference" / "crds"
-METACONTROLLER_CRDS = ("metacontroller.k8s.io_compositecontrollers.yaml", "metacontroller.k8s.io_decoratorcontrollers.yaml",
-                       "metacontroller.k8s.io_controllerrevisions.yaml")
 DOCS_URL = "https://basemodel-hook.example.com"
 MODELS = "ome.io/v1beta1"
 SAMPLES_PARAGRAPH = "To try a model"
@@ -157,7 +156,7 @@ class Tier:
     def _install_metacontroller(self) -> None:
         """Metacontroller's own install, as far as the hook meets it: its CRDs, its namespace
         and ServiceAccount (the fence's owner), and the RBAC it grants itself for its own objects."""
-        self.plane.kubectl("apply", "--server-side", *[f"--filename={SHARED_CRDS / name}" for name in METACONTROLLER_CRDS])
+        self.plane.kubectl("apply", "--server-side", *[f"--filename={reference.crd(name)}" for name in reference.METACONTROLLER_CRDS])
         objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "metacontroller"}},
                    {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "metacontroller", "namespace": "metacontroller"}},
                    *OWN_RBAC]
@@ -212,12 +211,14 @@ class Tier:
             raise RuntimeError(f"{shlex.join(command)} failed: {result.stderr}")
         return result
 
-    def start_metacontroller(self) -> None:
+    def start_metacontroller(self, arguments: tuple[str, ...] = ()) -> None:
+        """The binary ``METACONTROLLER_BIN`` names (with ``arguments`` after the tier's own
+        flags, which they override), or the simulated one."""
         assert self.proxy is not None
         started = time.monotonic()
         path = binary()
         if path is not None:
-            real = MetacontrollerBinary(self.plane, path)
+            real = MetacontrollerBinary(self.plane, path, arguments)
             real.start()
             self.metacontroller = real
         else:
@@ -298,8 +299,8 @@ class Tier:
         def done() -> bool:
             if self.kubelet.errors:
                 raise RuntimeError(f"the kubelet failed: {self.kubelet.errors}")
-            if self.proxy is not None and self.proxy.errors:
-                raise RuntimeError(f"the hook proxy failed: {self.proxy.errors}")
+            if self.proxy is not None:
+                self.proxy.check()
             return condition()
         if self.metacontroller is not None:
             self.metacontroller.wait_until(done, seconds, what)
@@ -327,8 +328,14 @@ def volume_name(namespace: str, claim: str) -> str:
 
 
 def state(model: Obj | None) -> tuple[str, str]:
-    """A model's ``status.state`` and its Ready condition's reason (empty when absent)."""
+    """A model's ``status.state`` and the Ready reason its why annotation gives (empty when
+    absent): what a user reads of it whatever CRDs the cluster runs."""
     status = (model or {}).get("status") or {}
-    ready = next((item for item in status.get("conditions") or [] if item.get("type") == "Ready"), {})
-    return status.get("state", ""), ready.get("reason", "")
+    return status.get("state", ""), why(model, "reason")
+
+
+def why(model: Obj | None, key: str) -> str:
+    """One of the label keeper's ``ome-basemodel-hook.ome.io/`` annotations on the model ("" when absent)."""
+    annotations = ((model or {}).get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(f"{WHY_PREFIX}{key}", ""))
 

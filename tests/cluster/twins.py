@@ -2,7 +2,8 @@
 simulated Metacontroller, OME's reconcilers and stand-ins for Kubernetes' controllers, on a
 simulated clock), for the costs table that sets the two side by side. The steps and their
 spacing follow the real story, each from the model's creation; the simulated time is what
-the real one took, rounded up.
+the real one took, rounded up. Like the tier, the world runs OME's own CRDs, as the docs'
+install leaves them.
 """
 
 from __future__ import annotations
@@ -31,13 +32,21 @@ def _measure(built: lifecycle.World, *steps: Callable[[], object]) -> dict[str, 
     return counts
 
 
-def happy_path(kind: str) -> dict[str, int]:
-    built = lifecycle.world(kind)
+def _world(kind: str, plan: list[Run] | None = None, ome_crds: bool = True, **options: object) -> lifecycle.World:
+    """The lifecycle world under OME's own CRDs (or the hook's, as its Helm world runs)."""
+    built = lifecycle.world(kind, plan, **options)  # type: ignore[arg-type]
+    if ome_crds:
+        built.install_ome_crds()
+    return built
+
+
+def happy_path(kind: str, ome_crds: bool = True) -> dict[str, int]:
+    built = _world(kind, ome_crds=ome_crds)
     return _measure(built, built.create_model, lambda: built.sim.advance(60))
 
 
 def pvc_missing_pending_bound_lost(kind: str) -> dict[str, int]:
-    built = lifecycle.world(kind, pvc=None)
+    built = _world(kind, pvc=None)
 
     def story() -> None:
         built.create_model()
@@ -53,12 +62,12 @@ def pvc_missing_pending_bound_lost(kind: str) -> dict[str, int]:
 
 def agent_fails_then_config_fixed(kind: str) -> dict[str, int]:
     """The first Job's three pods fail at once (a broken config.json); the retry succeeds."""
-    built = lifecycle.world(kind, [Run("fail", 1)])
+    built = _world(kind, [Run("fail", 1)])
     return _measure(built, built.create_model, lambda: built.sim.advance(120))
 
 
 def pvc_to_hf_and_back(kind: str) -> dict[str, int]:
-    built = lifecycle.world(kind)
+    built = _world(kind)
 
     def story() -> None:
         built.create_model()
@@ -71,12 +80,17 @@ def pvc_to_hf_and_back(kind: str) -> dict[str, int]:
 
 
 def deletion(kind: str) -> dict[str, int]:
-    built = lifecycle.world(kind)
+    built = _world(kind)
     return _measure(built, built.create_model, lambda: built.sim.advance(60), built.delete_model,
                     lambda: built.sim.advance(60))
 
 
 def ome_crds_put_back(kind: str) -> dict[str, int]:
-    built = lifecycle.world(kind)
-    return _measure(built, built.create_model, lambda: built.sim.advance(60), built.install_ome_crds,
-                    lambda: built.sim.advance(60))
+    """Ready under OME's CRDs, the hook's applied and the model touched, then OME's again."""
+    built = _world(kind)
+
+    def hooks_crds() -> None:
+        built.sim.cluster.status_schemas.pop(kind)
+        built.touch()
+    return _measure(built, built.create_model, lambda: built.sim.advance(60), hooks_crds, lambda: built.sim.advance(10),
+                    built.install_ome_crds, lambda: built.sim.advance(60))

@@ -34,7 +34,7 @@ from hooks.conditions import format_time
 from tests.admission import BINDING, POLICY, Admission, Attributes
 from tests.metacontroller.identities import GARBAGE_COLLECTOR, KUBECTL
 from tests.metacontroller.selection import Obj, clone, controller_of
-from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors
+from tests.schemas import CRD_FILES, KUBERNETES_VERSIONS, errors_of, kubernetes_errors, record_errors
 
 Watcher = Callable[[str, "Obj | None", "Obj | None"], None]
 Key = tuple[str, str, "str | None", str]
@@ -80,6 +80,7 @@ RESOURCES = [
     Resource("v1", "persistentvolumeclaims", "PersistentVolumeClaim", True),
     Resource("v1", "serviceaccounts", "ServiceAccount", True),
     Resource("v1", "configmaps", "ConfigMap", True),
+    Resource("ome-basemodel-hook.ome.io/v1alpha1", "extractionrecords", "ExtractionRecord", True, True, False, False),
     Resource("v1", "nodes", "Node", False),
     Resource("v1", "namespaces", "Namespace", False),
     Resource("rbac.authorization.k8s.io/v1", "roles", "Role", True),
@@ -230,8 +231,7 @@ class Cluster:
             metadata.pop("namespace", None)
         if ref(created) in self.objects:
             raise ApiError(409, f"{resource.kind} {metadata.get('namespace', '')}/{metadata['name']} already exists")
-        if resource.validated:
-            _check_built_in(created)
+        _check(resource, created)
         if resource.status_subresource:
             created.pop("status", None)
         self._created += 1
@@ -262,8 +262,7 @@ class Cluster:
             keep_field(updated["metadata"], current["metadata"], key)
         if resource.validated and resource.kind in WITHOUT_STATUS:
             updated.pop("status", None)
-        if resource.validated:
-            _check_built_in(updated)
+        _check(resource, updated)
         if resource.generation and updated.get("spec") != current.get("spec"):
             updated["metadata"]["generation"] = current["metadata"]["generation"] + 1
         self._admit("UPDATE", resource, user, updated, current)
@@ -431,6 +430,17 @@ def _built_in_problems(serialized: str) -> tuple[str, ...]:
     return tuple(kubernetes_errors(json.loads(serialized), KUBERNETES_VERSIONS[-1]))
 
 
+def _check(resource: Resource, obj: Obj) -> None:
+    """What the API server checks of an object it is sent: a built-in one strictly, the
+    hook's record by its CRD's schema (the models' spec is OME's, and not checked here)."""
+    if resource.validated:
+        _check_built_in(obj)
+    elif resource.kind == "ExtractionRecord":
+        problems = record_errors(obj)
+        if problems:
+            raise ApiError(422, f"{obj['kind']} {obj['metadata'].get('name')} is invalid: {'; '.join(problems)}")
+
+
 def _check_built_in(obj: Obj) -> None:
     """The API server refuses a built-in object with an unknown or ill-typed field (strict field validation)."""
     problems = _built_in_problems(json.dumps(obj, sort_keys=True))
@@ -453,7 +463,7 @@ OME_STATUS_FIELDS = ("lifecycle", "nodesFailed", "nodesReady", "state")
 def ome_status_schema(kind: str) -> dict[str, Any]:
     """The status schema of OME's own CRD (its ``ome-crd`` chart): the shipped one's fields
     OME knows, nothing else, so the API server prunes the hook's conditions, storage and
-    metadataExtraction (checked against OME's CRD in ``tests/test_crds.py``)."""
+    metadataExtraction (checked against OME's CRD in ``tests/install/test_crds.py``)."""
     ours = crd_status_schema(kind)
     return {"properties": {key: ours["properties"][key] for key in OME_STATUS_FIELDS}, "required": ["state"], "type": "object"}
 

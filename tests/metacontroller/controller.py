@@ -57,7 +57,8 @@ class Controller:
         self.hook = hook
         self.finalizer = f"metacontroller.io/{self.kind_prefix}-{self.name}"
         self.queue = sim.new_queue()
-        self.customize = CustomizeManager(self.cluster, manifest, hook, self.counts, self.parents, self.enqueue)
+        self.customize = CustomizeManager(self.cluster, manifest, hook, self.counts, self.parents, self.enqueue, sim.informers)
+        sim.informers.update((resource.api_version, resource.kind) for resource in (*self.parent_resources(), *self.child_resources()))
         self.stopped = False
         self.started_at = self.cluster.sequence
         """The change at which its informers listed: no view of it is older."""

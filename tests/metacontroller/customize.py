@@ -4,8 +4,10 @@ One per controller. It asks the customize hook once per (parent uid, generation)
 keeps the answer 20 minutes (``newResponseCache``), selects the related objects rule by
 rule (``GetRelatedObjects``), and when a related object changes it enqueues exactly the
 parents whose cached rules match it (``findRelatedParents`` / ``matchesRelatedRule``).
-An informer for a related type starts on first use; until it has synced, that sync fails
-and is retried (``ErrRelatedInformerNotSynced``).
+An informer for a related type is the shared one of that type (``dynamicinformer``'s
+factory): where another controller already runs it (its parents' or children's type, or a
+type another customize hook asked for), it has synced; otherwise it starts on first use,
+and until it has synced that sync fails and is retried (``ErrRelatedInformerNotSynced``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class CustomizeManager:
         counts: Counter[str],
         parents: Callable[[], list[Obj]],
         enqueue: Callable[[Obj], None],
+        shared: set[tuple[str, str]],
     ) -> None:
         self.cluster = cluster
         self.controller = controller
@@ -64,6 +67,9 @@ class CustomizeManager:
         self.enqueue = enqueue
         self.cache: dict[tuple[str, int], tuple[datetime, list[dict[str, Any]], str]] = {}
         self.informers: set[tuple[str, str]] = set()
+        """The related types this manager handles the events of."""
+        self.shared = shared
+        """Every type Metacontroller's shared informer factory runs, synced (``Simulator.informers``)."""
         cluster.watchers.append(self._on_related)
 
     @property
@@ -147,15 +153,18 @@ class CustomizeManager:
         return self.cluster.list(resource.api_version, resource.kind, namespace)
 
     def _informer(self, resource: Resource) -> None:
-        """``getRelatedClient``: the first use starts the informer, which has not synced yet;
-        its initial list then arrives as add events."""
+        """``getRelatedClient``: the first use adds this manager's handlers to the type's
+        shared informer, which replays every object it holds to them as an add event; where
+        no controller ran that informer yet, it starts now and has not synced."""
         key = (resource.api_version, resource.kind)
         if key in self.informers:
             return
         self.informers.add(key)
         for obj in self._list(resource, None):
             self._notify([obj])
-        raise InformerNotSynced(f"related informer not synced yet: {resource.resource}")
+        if key not in self.shared:
+            self.shared.add(key)
+            raise InformerNotSynced(f"related informer not synced yet: {resource.resource}")
 
     def _on_related(self, event: str, old: Obj | None, new: Obj | None) -> None:
         """``onRelatedAdd`` / ``onRelatedUpdate`` (both old and new state) / ``onRelatedDelete``."""

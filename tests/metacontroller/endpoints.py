@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from flask import Flask
 
-from hooks.customize import customize
+from hooks.customize import customize, customize_keeper
 from hooks.label_keeper import keep_label
 from hooks.request import BadRequest
 from hooks.settings import Settings
@@ -39,10 +39,12 @@ def core_hook(settings: Settings, clock: Callable[[], datetime]) -> Hook:
         try:
             if path == "/customize":
                 return 200, customize(body, settings)
+            if path == "/label-customize":
+                return 200, customize_keeper(body, settings)
             if path in ("/sync", "/finalize"):
                 return 200, sync(body, settings, clock(), finalize=path == "/finalize").response
             if path == "/label":
-                return 200, keep_label(body, settings.sync)
+                return 200, keep_label(body, settings, clock())
         except BadRequest as error:
             return 400, {"error": str(error)}
         return 404, {"error": f"no hook at {path}"}

@@ -65,6 +65,10 @@ class Simulator:
         self.decorator_counts: Counter[str] = Counter()
         self.errors: list[str] = []
         self.controllers: list[Controller] = []
+        self.informers: set[tuple[str, str]] = set()
+        """The types Metacontroller's shared informer factory runs, synced: a controller's
+        parent and child types from its start (it waits for their caches before its first
+        sync), a related type from its first use."""
         self.workers: list[Worker] = []
         self.active: Controller | Worker | None = None
         """Who is working now: the controller or worker whose item is being processed."""
@@ -83,6 +87,7 @@ class Simulator:
         empty caches and queues, and lists every parent as its informers start."""
         running = list(self.controllers)
         self.controllers.clear()
+        self.informers.clear()
         for controller in running:
             controller.stop()
             self.add_controller(controller.manifest, controller.hook)
