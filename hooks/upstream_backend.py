@@ -14,7 +14,7 @@ Three things are evidence, earliest first:
 - OME's chart's ClusterRole for its metadata Job (label
   ``app.kubernetes.io/component: ome-model-metadata-job``), which Helm applies in the
   manager's release before the Deployment: it arrives before the new manager acts, and as
-  every model asks for it, its arrival re-syncs every model through the keeper at once;
+  every ``pvc://`` model asks for it, its arrival re-syncs them all through the keeper at once;
 - a Job of OME's for this model: its manager has acted (any install, chart or not);
 - a status that OME's PVC backend wrote: it stamps ``lastReconcileTime`` on every status
   write, a field that neither OME's older reconcilers nor the hook ever write.
@@ -55,8 +55,11 @@ class Evidence(NamedTuple):
 
 
 def related_rules(model: Model) -> list[dict[str, Any]]:
-    """The keeper's customize rules: OME's chart's ClusterRole for every model and, for a
-    ``pvc://`` model OME could make a Job for, that Job where OME would put it."""
+    """The keeper's customize rules for a ``pvc://`` model: OME's chart's ClusterRole and,
+    where OME could make a Job for the model, that Job where OME would put it. A model on
+    other storage asks for nothing: it is OME's whatever OME's release."""
+    if not is_pvc_uri(model.storage_uri):
+        return []
     rules: list[dict[str, Any]] = [
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -118,10 +121,8 @@ def _job_labels(model: Model) -> dict[str, str]:
 
 
 def _job_namespace(model: Model) -> str | None:
-    """Where OME puts the model's Job: a BaseModel's namespace, a ClusterBaseModel's PVC's
-    (None when the URI is not ``pvc://`` or names no namespace the hook can read)."""
-    if not is_pvc_uri(model.storage_uri):
-        return None
+    """Where OME puts a ``pvc://`` model's Job: a BaseModel's namespace, a ClusterBaseModel's
+    PVC's (None when the URI names no namespace the hook can read)."""
     if not model.cluster_scoped:
         return model.namespace
     try:

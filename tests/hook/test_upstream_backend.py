@@ -75,8 +75,8 @@ def with_related(request: dict[str, Any], type_key: str, *objects: dict[str, Any
     return request
 
 
-def test_every_model_asks_for_omes_chart_clusterrole_by_its_fixed_label() -> None:
-    for uri in ("pvc://model-storage/models/llama", "hf://meta-llama/Llama-3.1-8B", "pvc://Bad_Name"):
+def test_every_pvc_model_asks_for_omes_chart_clusterrole_by_its_fixed_label_even_with_a_bad_uri() -> None:
+    for uri in ("pvc://model-storage/models/llama", "pvc://Bad_Name"):
         rules = related_rules(model_of(keeper_request(uri=uri)))
         assert rules[0] == {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -104,18 +104,16 @@ def test_a_pvc_clusterbasemodel_asks_for_omes_job_in_the_pvcs_namespace() -> Non
     assert job_rule["labelSelector"]["matchLabels"]["models.ome/model-scope"] == "cluster"
 
 
-@pytest.mark.parametrize(
-    ("path", "uri"),
-    [
-        (BASE_MODEL_REQUEST, "hf://meta-llama/Llama-3.1-8B"),
-        (CLUSTER_MODEL_REQUEST, "pvc://model-storage/models/llama"),
-        (CLUSTER_MODEL_REQUEST, "s3://bucket/llama"),
-    ],
-)
-def test_no_job_rule_where_ome_makes_no_job(path: Any, uri: str) -> None:
-    """OME's backend makes Jobs only for pvc:// models, and none for a ClusterBaseModel whose
-    URI names no namespace (PVCInvalid)."""
-    assert [rule["resource"] for rule in related_rules(model_of(keeper_request(path, uri)))] == ["clusterroles"]
+def test_no_job_rule_for_a_clusterbasemodel_whose_uri_names_no_namespace() -> None:
+    """OME's backend makes no Job for it (PVCInvalid)."""
+    request = keeper_request(CLUSTER_MODEL_REQUEST, "pvc://model-storage/models/llama")
+    assert [rule["resource"] for rule in related_rules(model_of(request))] == ["clusterroles"]
+
+
+@pytest.mark.parametrize(("path", "uri"), [(BASE_MODEL_REQUEST, "hf://meta-llama/Llama-3.1-8B"), (CLUSTER_MODEL_REQUEST, "s3://bucket/llama")])
+def test_a_model_on_other_storage_asks_for_no_evidence(path: Any, uri: str) -> None:
+    """It is OME's whatever OME's release, and a model that is not the hook's asks for nothing."""
+    assert related_rules(model_of(keeper_request(path, uri))) == []
 
 
 def test_no_job_rule_for_a_name_no_label_can_hold() -> None:
@@ -186,12 +184,14 @@ def test_a_status_omes_backend_wrote_is_evidence_and_one_the_hook_wrote_is_not()
     assert not written_by_ome_backend({"state": "Ready", "lastReconcileTime": None})
 
 
-def test_the_hook_never_writes_the_stamp_that_marks_omes_backend() -> None:
-    """The stamp is evidence only while no answer of the hook's carries it."""
-    answers = [golden.load(path) for path in sorted(golden.FIXTURES.glob("*/*.response.json"))]
-    statuses = [answer["status"] for answer in answers if isinstance(answer.get("status"), dict)]
-    assert statuses
-    assert not any(written_by_ome_backend(status) for status in statuses)
+def test_the_hook_writes_the_stamp_that_marks_omes_backend_only_where_omes_backend_did() -> None:
+    """The stamp is evidence only while no answer of the hook's carries it but a status OME
+    stamped, handed back."""
+    cases = [(golden.load(path), golden.load(golden.response_file(path))) for path in golden.cases()]
+    stamped = [(golden.hands_omes_status_back(request), written_by_ome_backend(answer["status"]))
+               for request, answer in cases if isinstance(answer.get("status"), dict)]
+    assert (True, True) in stamped and (False, False) in stamped
+    assert all(given == written for given, written in stamped)
 
 
 def test_a_malformed_related_object_is_refused_not_guessed_at() -> None:
