@@ -74,7 +74,7 @@ def helm_tier() -> Iterator[Tier]:
 def comparison_tier() -> Iterator[Tier]:
     """A world of its own for a story that replaces OME's manager, with OME v1.2.2 built too."""
     builds.build_all(targets=builds.COMPARISON_BUILDS)
-    with running(Tier.install, existing_models=False) as world:
+    with running(Tier.install, existing_models=False, with_helm=True) as world:
         yield world
 
 

@@ -328,10 +328,12 @@ def volume_name(namespace: str, claim: str) -> str:
 
 
 def state(model: Obj | None) -> tuple[str, str]:
-    """A model's ``status.state`` and the Ready reason its why annotation gives (empty when
-    absent): what a user reads of it whatever CRDs the cluster runs."""
+    """A model's ``status.state`` and the Ready reason its why annotation gives, else its Ready
+    condition's (a model OME's own PVC backend serves carries no why; empty when neither is
+    there): what a user reads of it whatever CRDs the cluster runs."""
     status = (model or {}).get("status") or {}
-    return status.get("state", ""), why(model, "reason")
+    ready = next((item for item in status.get("conditions") or [] if item.get("type") == "Ready"), {})
+    return status.get("state", ""), why(model, "reason") or ready.get("reason", "")
 
 
 def why(model: Obj | None, key: str) -> str:
