@@ -33,7 +33,9 @@ INTRODUCTION = """\
 What each side leaves a user with, story by story, measured on one machine with the
 cluster tier's parts: a real etcd, kube-apiserver and kube-controller-manager, the played
 scheduler and kubelet (`tests/cluster/kubelet.py`), and each side's real `ome-agent`.
-`python -m bench.upstream` told every story and wrote this page; run it again to check it.
+`python -m bench.upstream` told the stories and wrote this page; run it again to check it.
+Where each side stands, story by story, and why, is in
+[the notes](upstream-v1.2.2-notes.md#where-each-side-stands-story-by-story).
 
 - **{hook}**: the hook {version} installed as docs/install.md says, beside OME's manager
   {ome} (whose writes to a `pvc://` model's status the fence refuses), {metacontroller}.
@@ -94,6 +96,15 @@ def story_table(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
+def untold(outcomes: list[Outcome]) -> list[str]:
+    """A line naming each story and kind this run did not tell on both sides (none when
+    every one was): a page written by ``--story`` or ``--kind`` says what it lacks."""
+    told = {(outcome.story, outcome.kind, outcome.side) for outcome in outcomes}
+    missing = [f"{title} ({kind})" for _, title, _ in STORIES for kind in KINDS
+               if any((title, kind, side.title) not in told for side in SIDES)]
+    return [f"**Not told in this run**, so not on this page: {', '.join(missing)}.", ""] if missing else []
+
+
 def render(outcomes: list[Outcome], when: datetime, cores: int) -> str:
     """docs/comparison.md: what was run, where each side stands, then each story's table."""
     metacontroller = binary()
@@ -103,7 +114,7 @@ def render(outcomes: list[Outcome], when: datetime, cores: int) -> str:
         metacontroller=f"the Metacontroller binary {metacontroller.name}" if metacontroller
         else f"Metacontroller played by the project's simulator ({V4_16.name}'s behaviour) in real time",
         date=when.strftime("%Y-%m-%d"), cores=cores)
-    lines = ["# The hook beside OME's own PVC backend", "", introduction, "## Where each side stands", "",
+    lines = ["# The hook beside OME's own PVC backend", "", introduction, *untold(outcomes), "## Where each side stands", "",
              *summary(outcomes), ""]
     for _, title, _ in STORIES:
         told = [outcome for outcome in outcomes if outcome.story == title]

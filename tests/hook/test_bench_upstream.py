@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from types import ModuleType
 
-from tests.cluster.comparison import HOOK, STORIES, UPSTREAM, Outcome
+from tests.cluster.comparison import HOOK, KINDS, SIDES, STORIES, UPSTREAM, Outcome
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -63,3 +63,11 @@ def test_the_page_has_a_row_per_story_told_and_side_and_a_table_per_story() -> N
     assert page.count(f"## {HAPPY}") == 1
     assert all(f"## {title}" not in page for _, title, _ in STORIES[1:])
     assert "ServiceAccount ome-model-metadata" in page
+
+
+def test_a_page_of_some_stories_names_every_story_and_kind_it_did_not_tell() -> None:
+    page = render([outcome(HOOK.title), outcome(UPSTREAM.title)], WHEN, 2)
+    assert f"{HAPPY} (BaseModel)" not in page
+    assert f"{HAPPY} (ClusterBaseModel)" in page and f"{STORIES[1][1]} (BaseModel)" in page
+    whole = [Outcome(title, kind, side.title) for _, title, _ in STORIES for kind in KINDS for side in SIDES]
+    assert "Not told" not in render(whole, WHEN, 2)
