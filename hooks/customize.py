@@ -28,6 +28,6 @@ def customize_keeper(body: Any, settings: Settings) -> dict[str, Any]:
 
 
 def _model(body: Any) -> Model:
-    """The model asked about; the rules are nothing for one on other storage or with a URI
-    that does not parse (beyond the evidence, which needs no parse)."""
+    """The model asked about. A model on other storage asks for nothing; one whose
+    ``pvc://`` URI does not parse asks the keeper's evidence alone."""
     return read_model(read_request(body)["parent"])

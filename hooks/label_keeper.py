@@ -71,8 +71,9 @@ def keep_label(body: Any, settings: Settings, now: datetime) -> Labelled:
     if not isinstance(obj, dict):
         raise BadRequest("request has no 'object': the label keeper serves a DecoratorController's sync hook")
     model = read_model(obj)
-    evidence = _evidence(body, model) if is_pvc_uri(model.storage_uri) else None
-    ours = is_pvc_uri(model.storage_uri) and evidence is None
+    pvc = is_pvc_uri(model.storage_uri)
+    evidence = _evidence(body, model) if pvc else None
+    ours = pvc and evidence is None
     answer: dict[str, Any] = {"labels": {STORAGE_LABEL: PVC_STORAGE if ours else None}}
     annotations = _why(body, model, settings, now) if ours else removed()
     if annotations is not None:

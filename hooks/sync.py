@@ -1,9 +1,10 @@
 """The pure core: a Metacontroller request and a clock in, the desired state out.
 
 A decision reads top to bottom: whose model it is (``pvc://`` and still selected, or
-handed back to OME, as every model is once OME's own PVC backend stamped its status); then, for the hook's own, observe the request, judge the storage,
-plan the extraction and compose the status. Nothing here does I/O or reads the clock, so
-the same request at the same ``now`` always gives the same bytes.
+handed back to OME, as is a model whose status OME's own PVC backend stamped); then, for
+the hook's own, observe the request, judge the storage, plan the extraction and compose
+the status. Nothing here does I/O or reads the clock, so the same request at the same
+``now`` always gives the same bytes.
 """
 
 from __future__ import annotations
