@@ -147,9 +147,10 @@ class Reason(StrEnum):
     # --- no condition: the hook's metrics and logs ------------------------------------------
     HANDED_BACK = (
         "HandedBack", None, State.IN_TRANSIT,
-        "the model is no longer the hook's (its URI left `pvc://`, or it left the controllers' selector): the "
-        "answer has no children and the status OME computes for a model no node reports, `{state: In_Transit}` "
-        "without conditions, until OME writes its own",
+        "the model is no longer the hook's (its URI left `pvc://`, it left the controllers' selector, or OME "
+        "serves `pvc://` models itself): the answer has no children and the status OME computes for a model no "
+        "node reports, `{state: In_Transit}` without conditions, until OME writes its own; a status OME's own PVC "
+        "backend wrote is handed back as it stands",
         "nothing: the model is OME's ([a model that is not the hook's](#a-model-that-is-not-the-hooks))",
     )
 
