@@ -68,8 +68,8 @@ match it, for these reasons:
 - **No refused writes**: the fence's refusals of OME v0.1.5's writes are the price of two
   writers for one status with an OME that cannot be told to stop; they end with the
   upgrade, when the hook stands aside ([moving to it](install.md#moving-to-omes-own-pvc-backend)).
-- **Seconds to Ready** differ from run to run by more than between the sides (7 to 29 s for
-  either) on two cores shared with other work: no side is faster there. The hook creates a
+- **Seconds to Ready** differ from run to run by more than between the sides (from under
+  10 s to about 55 s for either) on two cores shared with other work: no side is faster there. The hook creates a
   Job's ServiceAccount and grant one sync before the Job, which OME does in the same
   reconcile; the gap is one Metacontroller round, well under a second when idle.
 """
