@@ -88,13 +88,14 @@ def test_a_block_claim_fails_before_any_job_and_a_read_write_once_claim_is_ready
     block.storage(volume_mode="Block")
     block.create()
     failed = block.wait_for(("Failed", "PVCBlockMode"), STEP_SECONDS)
-    assert "volumeMode Block" in next(item["message"] for item in failed["status"]["conditions"] if item["type"] == "StorageReady")
+    assert "volumeMode Block" in why(failed, "message")
     once = Story(tier, kind, "rwo")
     once.storage(access_modes=("ReadWriteOnce",))
     once.create()
     ready = once.wait_for(("Ready", "Ready"), READY_SECONDS)
-    note = next(item["message"] for item in ready["status"]["conditions"] if item["type"] == "StorageReady")
+    note = why(ready, "message")
     assert "ReadWriteOnce: only pods on one node at a time can mount it" in note, note
+    assert why(ready, "pvc-access-modes") == "ReadWriteOnce"
     assert block.jobs() == []
 
 
