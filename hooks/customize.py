@@ -9,24 +9,25 @@ in ``pvc/related.py``.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from hooks.pvc.related import Rules, composite_rules, keeper_rules
+from hooks.pvc.related import composite_rules, keeper_rules
 from hooks.request import Model, read_model, read_request
-from hooks.settings import Settings, SyncSettings
+from hooks.settings import Settings
 
 
 def customize(body: Any, settings: Settings) -> dict[str, Any]:
     """The CompositeControllers': the PVC by name and, with ``READ_JOB_PODS``, the Job pods."""
-    return _answer(body, settings, composite_rules)
+    return {"relatedResources": list(composite_rules(_model(body), settings.sync).values())}
 
 
 def customize_keeper(body: Any, settings: Settings) -> dict[str, Any]:
-    """The label keeper's: everything the CompositeController's decision reads."""
-    return _answer(body, settings, keeper_rules)
+    """The label keeper's: everything the CompositeController's decision reads, and the
+    evidence that OME serves ``pvc://`` models itself."""
+    return {"relatedResources": keeper_rules(_model(body), settings.sync)}
 
 
-def _answer(body: Any, settings: Settings, rules: Callable[[Model, SyncSettings], Rules]) -> dict[str, Any]:
-    """Nothing for a model on other storage or a URI that does not parse."""
-    model = read_model(read_request(body)["parent"])
-    return {"relatedResources": list(rules(model, settings.sync).values())}
+def _model(body: Any) -> Model:
+    """The model asked about. A model on other storage asks for nothing; one whose
+    ``pvc://`` URI does not parse asks the keeper's evidence alone."""
+    return read_model(read_request(body)["parent"])

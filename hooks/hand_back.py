@@ -8,6 +8,11 @@ status handed back is the one OME's own reconciler computes for a model no node 
 ``In_Transit``, no node lists, none of the hook's fields. OME rewrites it as soon as its
 view differs (the fence admits OME's writes for a model whose URI is not ``pvc://``); where
 OME's view is the same, nothing the hook claimed is left standing.
+
+Once OME serves ``pvc://`` models itself, its backend may have written the status before
+the model left the selector (the fence admits its stamped writes): that status is handed
+back as OME wrote it, without the hook's condition types, so Metacontroller's last write
+takes nothing from OME (``upstream_backend.status_left_to_ome``).
 """
 
 from __future__ import annotations
@@ -17,16 +22,19 @@ from typing import Any
 from hooks.reasons import Reason
 from hooks.request import Model, has_children
 from hooks.settings import Settings
+from hooks.upstream_backend import status_left_to_ome, written_by_ome_backend
 
 # OME's own status for a model no node reports, the one the catalogue gives a handed-back model.
 HANDED_BACK_STATE = Reason.HANDED_BACK.state
 
 
 def hand_back(request: dict[str, Any], model: Model, finalizing: bool, settings: Settings) -> dict[str, Any]:
-    """No children and OME's starting status; while finalizing, ``finalized`` once no child
-    is observed (Metacontroller then removes its finalizer and stops calling)."""
+    """No children and OME's status (its backend's, or its starting one); while finalizing,
+    ``finalized`` once no child is observed (Metacontroller then removes its finalizer and
+    stops calling)."""
     remaining = has_children(request)
-    response: dict[str, Any] = {"status": {"state": HANDED_BACK_STATE, **model.kept_status}, "children": []}
+    omes = status_left_to_ome(model.status) if written_by_ome_backend(model.status) else model.kept_status
+    response: dict[str, Any] = {"status": {"state": HANDED_BACK_STATE, **omes}, "children": []}
     if finalizing:
         response["finalized"] = not remaining
         if remaining:

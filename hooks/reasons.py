@@ -59,6 +59,12 @@ class Reason(StrEnum):
         "no PVC of that name in that namespace",
         "create the PVC, or point the URI at an existing one",
     )
+    PVC_BLOCK_MODE = (
+        "PVCBlockMode", ConditionType.STORAGE_READY, State.FAILED,
+        "the PVC has `volumeMode: Block`: a raw device, which no pod can mount as a directory of files, so no Job "
+        "is started",
+        "copy the model onto a claim with `volumeMode: Filesystem` (the default) and point the URI at it",
+    )
     PVC_PENDING = (
         "PVCPending", ConditionType.STORAGE_READY, State.IN_TRANSIT,
         "the PVC is `Pending` or has no phase yet",
@@ -78,7 +84,8 @@ class Reason(StrEnum):
     PVC_BOUND = (
         "PVCBound", ConditionType.STORAGE_READY, State.READY,
         "the PVC exists where the URI says, is Bound and is not being deleted; the message names its volume, size "
-        "and access modes",
+        "and access modes, and says when those keep pods on other nodes (`ReadWriteOnce`) or any second pod "
+        "(`ReadWriteOncePod`) from mounting it",
         "nothing",
     )
 
@@ -140,9 +147,10 @@ class Reason(StrEnum):
     # --- no condition: the hook's metrics and logs ------------------------------------------
     HANDED_BACK = (
         "HandedBack", None, State.IN_TRANSIT,
-        "the model is no longer the hook's (its URI left `pvc://`, or it left the controllers' selector): the "
-        "answer has no children and the status OME computes for a model no node reports, `{state: In_Transit}` "
-        "without conditions, until OME writes its own",
+        "the model is no longer the hook's (its URI left `pvc://`, it left the controllers' selector, or OME "
+        "serves `pvc://` models itself): the answer has no children and the status OME computes for a model no "
+        "node reports, `{state: In_Transit}` without conditions, until OME writes its own; a status OME's own PVC "
+        "backend wrote is handed back as it stands",
         "nothing: the model is OME's ([a model that is not the hook's](#a-model-that-is-not-the-hooks))",
     )
 

@@ -1,9 +1,10 @@
 """The pure core: a Metacontroller request and a clock in, the desired state out.
 
 A decision reads top to bottom: whose model it is (``pvc://`` and still selected, or
-handed back to OME); then, for the hook's own, observe the request, judge the storage,
-plan the extraction and compose the status. Nothing here does I/O or reads the clock, so
-the same request at the same ``now`` always gives the same bytes.
+handed back to OME, as is a model whose status OME's own PVC backend stamped); then, for
+the hook's own, observe the request, judge the storage, plan the extraction and compose
+the status. Nothing here does I/O or reads the clock, so the same request at the same
+``now`` always gives the same bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from hooks.pvc.storage_uri import is_pvc_uri
 from hooks.reasons import ConditionType, Reason
 from hooks.request import read_model, read_request
 from hooks.settings import Settings
+from hooks.upstream_backend import Evidence, find_evidence
+
+
+HAND_BACK = "hand-back"
 
 
 class Decision(NamedTuple):
@@ -25,6 +30,8 @@ class Decision(NamedTuple):
 
     response: dict[str, Any]
     flow: str
+    stepped_aside: Evidence | None = None
+    """Why a ``pvc://`` model was handed back: OME's own PVC backend stamped its status."""
 
     @property
     def state(self) -> str:
@@ -32,9 +39,9 @@ class Decision(NamedTuple):
 
     @property
     def reason(self) -> str:
-        """The Ready condition's reason, the first thing a person looks at; a handed-back
-        model's status has no conditions."""
-        conditions = self.response["status"].get("conditions", [])
+        """The Ready condition's reason, the first thing a person looks at; for a handed-back
+        model ``HandedBack``, whatever conditions of OME's its status keeps."""
+        conditions = [] if self.flow == HAND_BACK else self.response["status"].get("conditions", [])
         return next((str(item["reason"]) for item in conditions if item["type"] == ConditionType.READY), Reason.HANDED_BACK)
 
     @property
@@ -51,8 +58,11 @@ def sync(body: Any, settings: Settings, now: datetime, *, finalize: bool = False
     request = read_request(body)
     model = read_model(request["parent"])
     finalizing = finalize or request.get("finalizing") is True
-    if not is_pvc_uri(model.storage_uri) or (finalizing and not model.deleting):
-        return Decision(hand_back(request, model, finalizing, settings), "hand-back")
+    pvc = is_pvc_uri(model.storage_uri)
+    # The CompositeController's request holds no evidence but the model's status.
+    evidence = find_evidence(request, model) if pvc else None
+    if not pvc or evidence is not None or (finalizing and not model.deleting):
+        return Decision(hand_back(request, model, finalizing, settings), HAND_BACK, evidence)
     return Decision(_answer(decide(request, model, finalizing, settings, now), settings), "pvc")
 
 

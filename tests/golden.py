@@ -27,6 +27,7 @@ from hooks.pvc.observation import RECORDS
 from hooks.pvc.storage_uri import parse_pvc_uri
 from hooks.request import read_model
 from hooks.settings import Settings
+from hooks.upstream_backend import written_by_ome_backend
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE_NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=timezone.utc)
@@ -80,6 +81,14 @@ def recorded(request: dict[str, Any], **spec: Any) -> dict[str, Any]:
                                       "uid": parent["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}])
     request["children"][RECORDS] = {f"{namespace}/{metadata['name']}": record}
     return record["spec"]
+
+
+def hands_omes_status_back(request: dict[str, Any]) -> bool:
+    """Whether a saved sync or finalize request's model has a status OME's own PVC backend
+    wrote (OME v1.2.2's), which the answer hands back as OME's: its reasons are OME's and
+    its schema is the CRD OME's upgrade applied, not the hook's catalogue and CRDs."""
+    status = request["parent"].get("status")
+    return isinstance(status, dict) and written_by_ome_backend(status)
 
 
 def answer(request_file: Path, test_client: FlaskClient | None = None) -> tuple[int, bytes]:

@@ -35,6 +35,7 @@ from hooks.label_keeper import keep_label
 from hooks.request import BadRequest, field
 from hooks.settings import Settings
 from hooks.sync import Decision, sync
+from hooks.upstream_backend import Evidence
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -58,6 +59,7 @@ class Call:
     parent: Any = None
     decision: Decision | None = None
     error: str | None = None
+    stepped_aside: Evidence | None = None
 
     def refuse(self, outcome: str, status: int, error: str, headers: tuple[tuple[str, str], ...] = ()) -> Answer:
         """An error answer; its text also goes into the call's log line."""
@@ -158,6 +160,8 @@ class HookCalls:
         if call.decision is not None:
             decision = call.decision
             metrics.series(metrics.decisions, decision.flow, decision.state, decision.reason).inc()
+        if call.stepped_aside is not None:
+            metrics.series(metrics.stepped_aside, hook).inc()
         sys.stderr.write(_log_line(call, result.status, elapsed, self.clock()) + "\n")
         return result
 
@@ -189,8 +193,11 @@ class HookCalls:
         if call.hook == "label-customize":
             return orjson.dumps(customize_keeper(body, self.settings))
         if call.hook == "label":
-            return orjson.dumps(keep_label(body, self.settings, self.clock()))
+            labelled = keep_label(body, self.settings, self.clock())
+            call.stepped_aside = labelled.stepped_aside
+            return orjson.dumps(labelled.response)
         call.decision = sync(body, self.settings, self.clock(), finalize=call.hook == "finalize")
+        call.stepped_aside = call.decision.stepped_aside
         return orjson.dumps(call.decision.response)
 
 
@@ -269,6 +276,8 @@ def _log_line(call: Call, status: int, elapsed: float, at: datetime) -> str:
             )
             if isinstance(value, (str, int))
         }
+    if call.stepped_aside is not None:
+        line["steppedAside"] = call.stepped_aside.describe()
     decision = call.decision
     if decision is not None:
         line["decision"] = {"flow": decision.flow, "state": decision.state, "reason": decision.reason}

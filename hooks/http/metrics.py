@@ -44,6 +44,14 @@ class Metrics:
             ["flow", "state", "reason"],
             registry=self.registry,
         )
+        # Nonzero once OME serves pvc:// models itself: each answer that handed a pvc://
+        # model back to OME's own PVC backend (docs/install.md, moving to it).
+        self.stepped_aside = Counter(
+            "basemodel_hook_stepped_aside",
+            "Answers that handed a pvc:// model back because OME serves pvc:// models itself, by hook.",
+            ["hook"],
+            registry=self.registry,
+        )
         self.errors = Counter(
             "basemodel_hook_errors",
             "Unexpected failures answered with a 5xx, by hook and exception type.",

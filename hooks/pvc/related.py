@@ -4,7 +4,9 @@ customize hooks' related objects).
 The CompositeController gets the model's Jobs, their ServiceAccount and RBAC and its
 record as children, and asks only for the PVC (and, with ``READ_JOB_PODS``, the Jobs'
 pods). The label keeper, which writes the model's why as annotations from the same
-decision, gets none of them as attachments and asks for them all.
+decision, gets none of them as attachments and asks for them all; it also asks for the
+evidence that OME serves ``pvc://`` models itself (``upstream_backend.py``), on which it
+hands every model back.
 
 What a rule costs is Metacontroller's: it keeps an informer, a cache of every object of
 the rule's type in the cluster, whatever the rule selects, shared by every controller
@@ -33,6 +35,7 @@ from hooks.pvc.observation import (
 from hooks.pvc.storage_uri import StorageURIError, parse_pvc_uri
 from hooks.request import Model
 from hooks.settings import SyncSettings
+from hooks.upstream_backend import related_rules
 
 RBAC = "rbac.authorization.k8s.io/v1"
 # Each type a rule names, by the type key Metacontroller groups its objects under.
@@ -71,7 +74,14 @@ def composite_rules(model: Model, settings: SyncSettings) -> Rules:
     return rules
 
 
-def keeper_rules(model: Model, settings: SyncSettings) -> Rules:
+def keeper_rules(model: Model, settings: SyncSettings) -> list[dict[str, Any]]:
+    """The label keeper's rules: what the decision reads, then the evidence of OME's own
+    PVC backend. Those may name a type twice (the Jobs by the hook's labels and by OME's);
+    Metacontroller sends the objects of every rule of a type in the one map."""
+    return [*decision_rules(model, settings).values(), *related_rules(model)]
+
+
+def decision_rules(model: Model, settings: SyncSettings) -> Rules:
     """What the CompositeController's decision reads, its children included: the Jobs by
     the model's labels, the ServiceAccount, the grant and the record by their names."""
     rules = composite_rules(model, settings)

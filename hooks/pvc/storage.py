@@ -16,6 +16,9 @@ from hooks.reasons import ConditionType, Reason
 from hooks.request import field
 
 ELSEWHERE = "point spec.storage.storageUri at another PVC"
+BLOCK_MODE = "Block"
+# Access modes that let pods on every node mount the claim at once.
+SHARED_MODES = frozenset({"ReadOnlyMany", "ReadWriteMany"})
 
 
 class StorageVerdict(NamedTuple):
@@ -68,17 +71,25 @@ def judge_pvc(location: PVCLocation, pvcs: list[dict[str, Any]]) -> StorageVerdi
 
 
 def _pvc_says(where: str, pvc: dict[str, Any], fields: dict[str, Any]) -> tuple[Reason, str]:
-    """The reason and message of an existing PVC: being deleted, Bound, Lost, or not bound
-    yet (Pending, or no phase at all)."""
+    """The reason and message of an existing PVC: a block device, being deleted, Bound,
+    Lost, or not bound yet (Pending, or no phase at all)."""
     deleted = pvc["metadata"].get("deletionTimestamp")
     phase = fields.get("phase")
+    if field(pvc, "spec").get("volumeMode") == BLOCK_MODE:
+        # volumeMode cannot change: whatever else the claim does, no Job could read it.
+        return (
+            Reason.PVC_BLOCK_MODE,
+            f"PVC {where} has volumeMode Block: a raw block device, which a pod cannot mount as a directory "
+            "of files, so no Job could read the model's config.json; copy the model onto a claim with "
+            f"volumeMode Filesystem (the default) and {ELSEWHERE}",
+        )
     if deleted:
         return (
             Reason.PVC_TERMINATING,
             f"PVC {where} is being deleted (since {deleted}); no new pod can mount it: restore it or {ELSEWHERE}",
         )
     if phase == "Bound":
-        return Reason.PVC_BOUND, f"PVC {where} is Bound{_describe(fields)}"
+        return Reason.PVC_BOUND, f"PVC {where} is Bound{_describe(fields)}{_reach(fields.get('accessModes', []))}"
     if phase == "Lost":
         return (
             Reason.PVC_LOST,
@@ -121,3 +132,24 @@ def _describe(fields: dict[str, Any]) -> str:
     ]
     shown = "; ".join(detail for detail in details if detail)
     return f" ({shown})" if shown else ""
+
+
+def _reach(modes: list[str]) -> str:
+    """What the access modes keep from mounting the claim, when they keep anyone: serving
+    pods on other nodes than the one holding a ``ReadWriteOnce`` volume cannot start, and a
+    ``ReadWriteOncePod`` volume takes one pod in the whole cluster. Not a failure: one
+    node, or one pod, may be all a model needs."""
+    if SHARED_MODES.intersection(modes):
+        return ""
+    if "ReadWriteOnce" in modes:
+        return (
+            ". ReadWriteOnce: only pods on one node at a time can mount it, so serving pods scheduled on other "
+            "nodes cannot start; a ReadOnlyMany or ReadWriteMany claim serves every node"
+        )
+    if "ReadWriteOncePod" in modes:
+        return (
+            ". ReadWriteOncePod: only one pod in the cluster at a time can mount it, so the metadata Job and a "
+            "serving pod take turns and a second serving pod cannot start; a ReadOnlyMany or ReadWriteMany claim "
+            "serves every pod"
+        )
+    return ""

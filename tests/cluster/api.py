@@ -24,6 +24,8 @@ from tests.metacontroller.selection import Obj
 
 REQUEST_TIMEOUT_SECONDS = 30.0
 BUSY_SECONDS = 30.0
+IDLE_SECONDS = 60.0
+"""How long a kept-alive connection may rest before a request takes a new one (the API server allows 90 s)."""
 WATCH_SECONDS = 240
 """Each watch request asks the server to end it after this long; the watcher then resumes."""
 
@@ -133,11 +135,17 @@ class Client:
         return response.status == 200
 
     def _connection(self) -> http.client.HTTPSConnection:
+        """This thread's kept-alive connection; a new one after ``IDLE_SECONDS`` unused, since
+        kube-apiserver closes an idle connection after 90 s and a request sent on it then fails."""
         connection = getattr(self._local, "connection", None)
+        if connection is not None and time.monotonic() - self._local.used > IDLE_SECONDS:
+            connection.close()
+            connection = None
         if connection is None:
             connection = http.client.HTTPSConnection(self.endpoint.host, self.endpoint.port, context=self._context,
                                                      timeout=REQUEST_TIMEOUT_SECONDS)
             self._local.connection = connection
+        self._local.used = time.monotonic()
         return connection
 
     # --- objects ----------------------------------------------------------------------------

@@ -91,17 +91,22 @@ def writes(log: Path, since: datetime, until: datetime) -> Iterator[Write]:
 
 @dataclass(frozen=True)
 class Story:
-    """The model a story is about and the namespace that holds its objects."""
+    """The model a story is about and the namespace that holds its objects; ``elsewhere``, the
+    (namespace, name) of objects made for it in other namespaces (OME's own PVC backend keeps
+    its result ConfigMap and a RoleBinding in OME's namespace)."""
 
     kind: str
     name: str
     namespace: str
+    elsewhere: frozenset[tuple[str, str]] = frozenset()
 
     def concerns(self, write: Write) -> bool:
         """The model's own writes, its namespace's, and (a ClusterBaseModel's grant being
         cluster-wide) the cluster-scoped ones named after it; a BaseModel has none of those."""
         if write.resource in MODEL_RESOURCES:
             return write.name == self.name and (self.kind == "ClusterBaseModel" or write.namespace == self.namespace)
+        if (write.namespace, write.name) in self.elsewhere:
+            return True
         if write.namespace:
             return write.namespace == self.namespace
         return self.kind == "ClusterBaseModel" and self.name in write.name
@@ -130,6 +135,12 @@ def metacontroller_model_writes(log: Path, story: Story, since: datetime, until:
                    if key.startswith(HOOK_PREFIX)}
             found.append(ModelWrite(why, tuple(metadata.get("finalizers") or ())))
     return found
+
+
+def created(log: Path, story: Story, resource: str, since: datetime, until: datetime) -> list[str]:
+    """The names of the objects of ``resource`` the API server created for the story, in order."""
+    return [write.name for write in writes(log, since, until)
+            if write.verb == "create" and write.resource == resource and write.accepted and story.concerns(write)]
 
 
 def costs(log: Path, story: Story, since: datetime, until: datetime) -> dict[str, Counter[str]]:

@@ -9,7 +9,9 @@ so an interrupted or concurrent build never leaves half a cache.
 
 ``python -m tests.cluster.builds`` builds whatever is missing and prints what each build
 cost, and the two helm releases the tier runs (``tests/helm.py``); the tier's fixtures do the
-same before they start anything.
+same before they start anything. ``--comparison`` adds OME v1.2.2 (``OME_PVC_BACKEND``), which
+only the comparison with OME's own PVC backend needs and ``.ci/run`` leaves out
+(docs/development.md says why).
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ class Build:
     name: str
     module: str
     binaries: dict[str, str]
-    cgo: bool = False
+    cgo_stand_in: str | None = None
+    """With cgo: the C file, under tests/cluster/, that stands in for the library cgo links."""
     unverified: tuple[str, ...] = ()
     """Modules the checksum database does not answer for here; the committed go.sum pins them."""
     version_ldflags: tuple[str, ...] = field(default=())
@@ -80,22 +83,38 @@ KUBERNETES = Build(
     version_ldflags=("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"),
 )
 ETCD = Build(name="etcd", module="go.etcd.io/etcd/server/v3", binaries={"etcd": "go.etcd.io/etcd/server/v3"})
+# What OME's two builds share: the stand-in for libxet (one header, pkg/xet/xet.h, in both
+# releases) and the modules the checksum database does not answer for here.
+XET_STAND_IN = "ome/xet_unavailable.c"
+OME_UNVERIFIED = ("github.com/sgl-project/ome", "sigs.k8s.io/kueue", "sigs.k8s.io/scheduler-plugins")
 OME = Build(
     name="ome",
     module="github.com/sgl-project/ome",
     binaries={"manager": "github.com/sgl-project/ome/cmd/manager", "ome-agent": "github.com/sgl-project/ome/cmd/ome-agent"},
-    cgo=True,
-    unverified=("github.com/sgl-project/ome", "sigs.k8s.io/kueue", "sigs.k8s.io/scheduler-plugins"),
+    cgo_stand_in=XET_STAND_IN,
+    unverified=OME_UNVERIFIED,
+)
+# OME v1.2.2, with OME's own PVC backend: module sigs.k8s.io/ome, replaced in its go.mod by
+# the path the Go proxy serves it under. Only the comparison with OME's backend needs it.
+OME_PVC_BACKEND = Build(
+    name="ome-pvc-backend",
+    module="sigs.k8s.io/ome",
+    binaries={"manager": "sigs.k8s.io/ome/cmd/manager", "ome-agent": "sigs.k8s.io/ome/cmd/ome-agent"},
+    cgo_stand_in=XET_STAND_IN,
+    unverified=OME_UNVERIFIED,
 )
 BUILDS = (ETCD, KUBERNETES, OME)
+"""What the cluster tier needs, and ``.ci/run`` builds."""
+COMPARISON_BUILDS = (*BUILDS, OME_PVC_BACKEND)
+"""What the comparison with OME's own PVC backend needs (``--comparison``)."""
 
 
 def _go_environment(build: Build, workdir: Path | None = None) -> dict[str, str]:
     """The Go tool's environment for ``build``; with ``workdir``, cgo links the libraries built there."""
-    environment = {**os.environ, "CGO_ENABLED": "1" if build.cgo else "0"}
+    environment = {**os.environ, "CGO_ENABLED": "1" if build.cgo_stand_in else "0"}
     if build.unverified:
         environment["GONOSUMDB"] = ",".join(build.unverified)
-    if build.cgo and workdir is not None:
+    if build.cgo_stand_in and workdir is not None:
         environment["CGO_LDFLAGS"] = f"-L{workdir / 'lib'}"
     return environment
 
@@ -130,12 +149,13 @@ def module_directory(build: Build) -> Path:
 
 
 def _xet_stand_in(build: Build, workdir: Path) -> None:
-    """``libxet.a`` from ``ome/xet_unavailable.c``, compiled against the module's own header."""
+    """``libxet.a`` from the build's stand-in, compiled against the module's own header."""
+    assert build.cgo_stand_in is not None
     header = module_directory(build) / "pkg" / "xet"
     (workdir / "lib").mkdir()
     objects = workdir / "lib" / "xet_unavailable.o"
     subprocess.run(["gcc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-O2", f"-I{header}", "-c",
-                    str(build.source / "xet_unavailable.c"), "-o", str(objects)], check=True, timeout=120)
+                    str(HERE / build.cgo_stand_in), "-o", str(objects)], check=True, timeout=120)
     subprocess.run(["ar", "rcs", str(workdir / "lib" / "libxet.a"), str(objects)], check=True, timeout=60)
 
 
@@ -150,7 +170,7 @@ def build(target: Build, log: Path | None = None) -> float:
         workdir = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=CACHE))
         try:
             environment = _go_environment(target, workdir)
-            if target.cgo:
+            if target.cgo_stand_in:
                 _xet_stand_in(target, workdir)
             output = open(log, "a", encoding="utf-8") if log else None
             try:
@@ -171,13 +191,17 @@ def build(target: Build, log: Path | None = None) -> float:
         return seconds
 
 
-def build_all(log: Path | None = None) -> dict[str, float]:
-    """Every build, in the order the control plane needs them; seconds spent on each."""
-    return {target.name: build(target, log) for target in BUILDS}
+def build_all(log: Path | None = None, targets: tuple[Build, ...] = BUILDS) -> dict[str, float]:
+    """Every build of ``targets``, in the order the control plane needs them; seconds spent on each."""
+    return {target.name: build(target, log) for target in targets}
 
 
-def main() -> int:
-    for target in BUILDS:
+def main(argv: list[str]) -> int:
+    """Build what is missing: the tier's binaries, and with ``--comparison`` OME v1.2.2's too."""
+    if argv not in ([], ["--comparison"]):
+        sys.stderr.write("usage: python -m tests.cluster.builds [--comparison]\n")
+        return 2
+    for target in COMPARISON_BUILDS if argv else BUILDS:
         cached = target.is_built()
         seconds = build(target)
         recorded = (target.directory / STAMP).read_text(encoding="utf-8").strip()
@@ -194,4 +218,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -71,6 +71,14 @@ def helm_tier() -> Iterator[Tier]:
         yield world
 
 
+@pytest.fixture(scope="module")
+def comparison_tier() -> Iterator[Tier]:
+    """A world of its own for a story that replaces OME's manager, with OME v1.2.2 built too."""
+    builds.build_all(targets=builds.COMPARISON_BUILDS)
+    with running(Tier.install, existing_models=False, with_helm=True) as world:
+        yield world
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """How long the world took to come up; per fault, the seconds from its restart to its
     models' final state; every story's costs, the real ones beside the simulator's; and the

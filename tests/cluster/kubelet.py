@@ -4,13 +4,15 @@ There is no container runtime here, so the kubelet's part is played as far as th
 observe it, with the real agent binary and the real credentials:
 
 - the scheduler binds every unscheduled pod to the one node (``pods/binding``, as
-  ``system:kube-scheduler``);
+  ``system:kube-scheduler``), but one whose claim is missing or being deleted, which
+  kube-scheduler's volume binding leaves unschedulable;
 - the kubelet (``system:node:<node>``, authorized by the Node authorizer as a real one is)
   finds the pod's PersistentVolumeClaim, its bound PersistentVolume and that volume's
-  host path; a pod whose claim is not bound waits, as ContainerCreating does;
+  host path; a pod whose claim is not bound waits, as ContainerCreating does, and so does
+  one that mounts a ``volumeMode: Block`` claim as files (the kubelet's mount fails);
 - it reports the container running, asks the TokenRequest API for a token of the pod's
   ServiceAccount bound to the pod, and runs the container's command (the agent image's
-  entrypoint is the agent) with the container's own arguments and environment, as the
+  entrypoint is the agent of that image's release) with the container's own arguments and environment, as the
   pod's ``runAsUser``/``runAsGroup``, with ``KUBECONFIG`` naming that token, so the Job's
   Role is what grants or refuses the agent's requests. Container paths are the one thing
   translated: the volume's mount path (with its ``subPath``) to the volume's host
@@ -130,6 +132,9 @@ class Kubelet:
         self.plane = plane
         self.image_root = image_root
         self.agent = agent
+        self.agents: dict[str, Path] = {}
+        """Images whose entrypoint is another release's agent than ``agent``, by image reference."""
+        self.paused = threading.Event()
         self.scheduler: Client = plane.client(SCHEDULER)
         self.node: Client = plane.client(KUBELET)
         self.runs: list[Run] = []
@@ -167,8 +172,17 @@ class Kubelet:
             hold.release()
             self.holds.remove(hold)
 
+    def pause(self) -> None:
+        """Start no new pod until ``resume``: a Job stays active with its pod Pending."""
+        self.paused.set()
+
+    def resume(self) -> None:
+        self.paused.clear()
+
     def _serve(self) -> None:
         while not self._stopped.wait(POLL_SECONDS):
+            if self.paused.is_set():
+                continue
             try:
                 self._schedule()
                 for pod in _pods(self.node, f"spec.nodeName={NODE}"):
@@ -195,6 +209,9 @@ class Kubelet:
     def _schedule(self) -> None:
         for pod in _pods(self.scheduler, "spec.nodeName="):
             metadata = pod["metadata"]
+            claims = self._claims(self.scheduler, metadata["namespace"], pod["spec"])
+            if any(pvc is None or pvc["metadata"].get("deletionTimestamp") for _, pvc in claims):
+                continue
             self.scheduler.request("POST", f"/api/v1/namespaces/{metadata['namespace']}/pods/{metadata['name']}/binding",
                                    {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": metadata["name"]},
                                     "target": {"apiVersion": "v1", "kind": "Node", "name": NODE}})
@@ -222,10 +239,14 @@ class Kubelet:
         mounts = {mount["mountPath"]: volumes[mount["name"]] / mount.get("subPath", "")
                   for mount in container.get("volumeMounts") or [] if mount["name"] in volumes}
         arguments = [self._host_path(argument, mounts) for argument in container.get("args") or []]
-        command = [str(self.agent)] if not container.get("command") else [self._host_path(item, mounts) for item in container["command"]]
+        entrypoint = self.agents.get(container["image"], self.agent)
+        command = [str(entrypoint)] if not container.get("command") else [self._host_path(item, mounts) for item in container["command"]]
         security = {**(spec.get("securityContext") or {}), **(container.get("securityContext") or {})}
         user, group = int(security.get("runAsUser", 0)), int(security.get("runAsGroup", 0))
-        environment = {**{item["name"]: item["value"] for item in container.get("env") or [] if "value" in item},
+        # A container runtime sets HOME when the container does not: "/" for a user the image's
+        # /etc/passwd does not name (controller-runtime's client config asks the user database
+        # for a home when HOME is unset, and fails for such a user).
+        environment = {"HOME": "/", **{item["name"]: item["value"] for item in container.get("env") or [] if "value" in item},
                        **HF_CLIENT_OFF, "KUBECONFIG": str(kubeconfig), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         try:
             done = subprocess.run([*command, *arguments], env=environment, user=user, group=group, extra_groups=[],
@@ -274,18 +295,33 @@ class Kubelet:
                                                                     "name": metadata["name"], "uid": metadata["uid"]}}},
         )["status"]["token"])
 
-    def _volumes(self, namespace: str, spec: Obj) -> dict[str, Path] | None:
-        """Each PVC volume's host directory, or None while a claim is not bound to a host-path volume."""
-        found: dict[str, Path] = {}
+    @staticmethod
+    def _claims(reader: Client, namespace: str, spec: Obj) -> list[tuple[str, Obj | None]]:
+        """Each PVC volume of the pod by name, with its PersistentVolumeClaim (None when there is
+        none), read as ``reader``: the scheduler, or the node, which the Node authorizer lets
+        read only its own pods' claims."""
+        claims: list[tuple[str, Obj | None]] = []
         for volume in spec.get("volumes") or []:
             claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
             if claim is None:
                 continue
-            pvc = self.node.request("GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}")
-            if (pvc.get("status") or {}).get("phase") != "Bound":
+            try:
+                claims.append((volume["name"], reader.request("GET", f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}")))
+            except ApiError as error:
+                if error.code != 404:
+                    raise
+                claims.append((volume["name"], None))
+        return claims
+
+    def _volumes(self, namespace: str, spec: Obj) -> dict[str, Path] | None:
+        """Each PVC volume's host directory, or None while a claim is missing, not bound to a
+        host-path volume, or a block device the pod would mount as files."""
+        found: dict[str, Path] = {}
+        for volume, pvc in self._claims(self.node, namespace, spec):
+            if pvc is None or (pvc.get("status") or {}).get("phase") != "Bound" or pvc["spec"].get("volumeMode") == "Block":
                 return None
             pv = self.node.request("GET", f"/api/v1/persistentvolumes/{pvc['spec']['volumeName']}")
-            found[volume["name"]] = Path(pv["spec"]["hostPath"]["path"])
+            found[volume] = Path(pv["spec"]["hostPath"]["path"])
         return found
 
     def _host_path(self, argument: str, mounts: dict[str, Path]) -> str:

@@ -72,18 +72,21 @@ class Story:
     def namespace_only(self) -> None:
         self.tier.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
 
-    def storage(self, config: str | None = None, bound: bool = True) -> None:
-        self.tier.storage(self.namespace, CLAIM, SUB_PATH, config, bound)
+    def storage(self, config: str | None = None, bound: bool = True, volume_mode: str = "Filesystem",
+                access_modes: tuple[str, ...] = ("ReadOnlyMany",)) -> None:
+        self.tier.storage(self.namespace, CLAIM, SUB_PATH, config, bound, volume_mode, access_modes)
 
-    def create(self, uri: str | None = None, as_sample: bool = False, labels: dict[str, str] | None = None) -> None:
+    def create(self, uri: str | None = None, as_sample: bool = False, labels: dict[str, str] | None = None,
+               fields: dict[str, Any] | None = None) -> None:
         """The model, with only its storage URI (and ``labels``); ``as_sample``, with the rest of the
         spec the docs' sample gives (vendor, version, format, framework), which OME's typed writes
-        then leave unchanged."""
+        then leave unchanged; with ``fields``, those spec fields too."""
         metadata: dict[str, Any] = {"name": self.name, **({"namespace": self.namespace} if self.model_namespace else {}),
                                     **({"labels": labels} if labels else {})}
         spec: dict[str, Any] = {}
         if as_sample:
             spec = yaml.safe_load((SAMPLES / "basemodel-pvc.yaml").read_text(encoding="utf-8"))["spec"]
+        spec.update(fields or {})
         spec["storage"] = {"storageUri": uri or self.uri()}
         self.tier.apply({"apiVersion": MODELS, "kind": self.kind, "metadata": metadata, "spec": spec})
 

@@ -82,6 +82,23 @@ def test_a_missing_then_pending_then_lost_pvc_is_each_reported_and_no_job_runs_b
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_block_claim_fails_before_any_job_and_a_read_write_once_claim_is_ready_with_a_note(tier: Tier, kind: str) -> None:
+    block = Story(tier, kind, "block")
+    block.storage(volume_mode="Block")
+    block.create()
+    failed = block.wait_for(("Failed", "PVCBlockMode"), STEP_SECONDS)
+    assert "volumeMode Block" in why(failed, "message")
+    once = Story(tier, kind, "rwo")
+    once.storage(access_modes=("ReadWriteOnce",))
+    once.create()
+    ready = once.wait_for(("Ready", "Ready"), READY_SECONDS)
+    note = why(ready, "message")
+    assert "ReadWriteOnce: only pods on one node at a time can mount it" in note, note
+    assert why(ready, "pvc-access-modes") == "ReadWriteOnce"
+    assert block.jobs() == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_an_agent_failure_shows_the_agents_own_error_and_the_retry_succeeds_once_the_config_is_fixed(
     tier: Tier, kind: str
 ) -> None:

@@ -45,7 +45,9 @@ def test_every_kubernetes_staging_module_is_pinned_to_the_release_of_kubernetes_
 
 def test_each_build_is_cached_by_the_version_its_module_requires() -> None:
     assert [target.directory.name for target in builds.BUILDS] == ["etcd-v3.6.16", "kubernetes-v1.35.4", "ome-v0.1.5"]
-    assert all(not target.directory.is_relative_to(REPO) for target in builds.BUILDS)
+    assert builds.COMPARISON_BUILDS == (*builds.BUILDS, builds.OME_PVC_BACKEND)
+    assert builds.OME_PVC_BACKEND.directory.name == "ome-pvc-backend-v1.2.2"
+    assert all(not target.directory.is_relative_to(REPO) for target in builds.COMPARISON_BUILDS)
 
 
 def test_a_failed_containers_message_is_the_tail_of_its_log_as_the_kubelet_cuts_it() -> None:
@@ -92,6 +94,17 @@ def test_omes_module_is_downloaded_on_a_machine_that_never_fetched_it(monkeypatc
     cache = _empty_module_cache(monkeypatch, tmp_path)
     directory = builds.module_directory(builds.OME)
     assert directory.is_relative_to(cache)
+    assert (directory / "pkg" / "xet" / "xet.h").is_file()
+
+
+def test_ome_v1_2_2_is_found_through_its_replace_under_the_path_the_proxy_serves() -> None:
+    """Its go.mod says sigs.k8s.io/ome, which no proxy serves; the build's replace names
+    github.com/sgl-project/ome, where its cgo header is too."""
+    if shutil.which("go") is None:
+        pytest.skip("needs the Go toolchain, which builds the cluster tier")
+    directory = builds.module_directory(builds.OME_PVC_BACKEND)
+    assert directory.parts[-2:] == ("sgl-project", "ome@v1.2.2")
+    assert re.search(r"^module sigs\.k8s\.io/ome$", (directory / "go.mod").read_text(encoding="utf-8"), re.M)
     assert (directory / "pkg" / "xet" / "xet.h").is_file()
 
 

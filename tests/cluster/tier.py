@@ -49,6 +49,8 @@ CHART = "ome-basemodel-hook"
 PLURALS = {"BaseModel": "basemodels", "ClusterBaseModel": "clusterbasemodels"}
 VOLUME_NAME_LIMIT = 253
 """A PersistentVolume's name is a DNS-1123 subdomain; a folder's name (255 bytes) holds it too."""
+WAIT_POLL_SECONDS = 0.25
+"""How often a world without Metacontroller looks at the cluster while it waits."""
 
 
 class Metacontroller(Protocol):
@@ -106,7 +108,9 @@ def sample_commands() -> list[list[str]]:
 
 
 class Tier:
-    def __init__(self) -> None:
+    def __init__(self, ome_build: builds.Build = builds.OME) -> None:
+        self.ome_build = ome_build
+        """The OME release the world runs (v0.1.5 unless a story compares with OME's own PVC backend)."""
         self.workdir = Path(tempfile.mkdtemp(prefix="ome-basemodel-hook-cluster-"))
         self.workdir.chmod(0o755)
         self.plane = ControlPlane(self.workdir)
@@ -122,28 +126,41 @@ class Tier:
 
     # --- the world before the hook -------------------------------------------------------------
 
-    def start(self) -> None:
-        """Up to the point where a user would install the hook. The agent image's filesystem is a
-        folder any user can read: its config file, and the agent as its entrypoint."""
+    def start(self, with_hook: bool = True) -> None:
+        """Up to the point where a user would install the hook (``with_hook=False``: OME alone,
+        without Metacontroller's install or the hook's server). The agent image's filesystem is
+        a folder any user can read: its config file, and the release's agent as its entrypoint."""
         started = time.monotonic()
         self.plane.start()
         self.timings["control plane"] = self.plane.started_seconds
         self.admin = self.plane.client(ADMIN)
-        ome_manager.install(self.plane)
-        self.ome = ome_manager.start(self.plane)
-        self._install_metacontroller()
-        self.hooks = HookDeployment(self.workdir)
-        self.proxy = HookProxy(self.hooks.serving)
+        ome_manager.install(self.plane, self.ome_build)
+        self.ome = ome_manager.start(self.plane, self.ome_build)
+        if with_hook:
+            self._install_metacontroller()
+            self.hooks = HookDeployment(self.workdir)
+            self.proxy = HookProxy(self.hooks.serving)
         image_root = self.workdir / "image"
         image_root.mkdir(mode=0o755)
         (image_root / "ome-agent.yaml").write_text("{}\n", encoding="utf-8")
         agent = image_root / "ome-agent"
-        shutil.copy2(builds.OME.binary("ome-agent"), agent)
+        shutil.copy2(self.ome_build.binary("ome-agent"), agent)
         self.kubelet = Kubelet(self.plane, image_root, agent)
         self.kubelet.start()
         for path in (self.workdir, self.workdir / "certificates", self.workdir / "kubeconfigs"):
             path.chmod(0o755)
         self.timings["start"] = time.monotonic() - started
+
+    def upgrade_ome(self, build: builds.Build) -> None:
+        """OME upgraded to ``build`` as its charts would (``ome_manager.upgrade``); the image its
+        chart names for the metadata Job runs that release's agent."""
+        assert self.ome is not None and self.kubelet is not None
+        image = ome_manager.agent_config(build)["image"]
+        agent = self.workdir / "image" / f"ome-agent-{build.version}"
+        shutil.copy2(build.binary("ome-agent"), agent)
+        self.kubelet.agents[image] = agent
+        self.ome = ome_manager.upgrade(self.plane, self.ome, build)
+        self.ome_build = build
 
     def _install_metacontroller(self) -> None:
         """Metacontroller's own install, as far as the hook meets it: its CRDs, its namespace
@@ -277,10 +294,13 @@ class Tier:
     def delete(self, kind: str, name: str, namespace: str | None = None, wait: bool = False) -> None:
         self.plane.kubectl("delete", kind, name, *(["--namespace", namespace] if namespace else []), f"--wait={str(wait).lower()}")
 
-    def storage(self, namespace: str, claim: str, sub_path: str, config: str | None = None, bound: bool = True) -> Path:
+    def storage(self, namespace: str, claim: str, sub_path: str, config: str | None = None, bound: bool = True,
+                volume_mode: str = "Filesystem", access_modes: tuple[str, ...] = ("ReadOnlyMany",)) -> Path:
         """A PersistentVolume on a host directory holding a model under ``sub_path``, and the claim
         ``claim`` in ``namespace`` on it, which the real volume binder binds; with ``bound=False``
-        the claim names a volume that does not exist yet, so it stays Pending until ``add_volume``."""
+        the claim names a volume that does not exist yet, so it stays Pending until ``add_volume``.
+        Claim and volume have ``volume_mode`` and ``access_modes`` (the binder binds a claim only
+        to a volume of its mode that offers its access modes)."""
         directory = self.workdir / "volumes" / volume_name(namespace, claim)
         write_model(directory / sub_path, config)
         for path in [directory, *(directory / sub_path).parents]:
@@ -288,16 +308,18 @@ class Tier:
                 path.chmod(0o755)
         self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
                    {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": claim, "namespace": namespace},
-                    "spec": {"accessModes": ["ReadOnlyMany"], "storageClassName": "", "volumeName": volume_name(namespace, claim),
-                             "resources": {"requests": {"storage": "1Gi"}}}})
+                    "spec": {"accessModes": list(access_modes), "storageClassName": "", "volumeName": volume_name(namespace, claim),
+                             "volumeMode": volume_mode, "resources": {"requests": {"storage": "1Gi"}}}})
         if bound:
-            self.add_volume(namespace, claim)
+            self.add_volume(namespace, claim, volume_mode, access_modes)
         return directory
 
-    def add_volume(self, namespace: str, claim: str) -> None:
+    def add_volume(self, namespace: str, claim: str, volume_mode: str = "Filesystem",
+                   access_modes: tuple[str, ...] = ("ReadOnlyMany",)) -> None:
         directory = self.workdir / "volumes" / volume_name(namespace, claim)
         self.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": volume_name(namespace, claim)},
-                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadOnlyMany"], "storageClassName": "",
+                    "spec": {"capacity": {"storage": "1Gi"}, "accessModes": list(access_modes), "storageClassName": "",
+                             "volumeMode": volume_mode,
                              "persistentVolumeReclaimPolicy": "Retain",
                              "claimRef": {"namespace": namespace, "name": claim},
                              "hostPath": {"path": str(directory), "type": "Directory"}}})
@@ -314,7 +336,9 @@ class Tier:
         return self.admin.find(MODELS, PLURALS[kind], namespace, name)
 
     def wait(self, condition: Callable[[], bool], seconds: float, what: str) -> None:
-        assert self.metacontroller is not None and self.kubelet is not None
+        """Until ``condition`` holds, Metacontroller running meanwhile (when the world has one);
+        fails after ``seconds`` with what was awaited."""
+        assert self.kubelet is not None
         self.plane.check_running()
 
         def done() -> bool:
@@ -323,7 +347,21 @@ class Tier:
             if self.proxy is not None:
                 self.proxy.check()
             return condition()
-        self.metacontroller.wait_until(done, seconds, what)
+        if self.metacontroller is not None:
+            self.metacontroller.wait_until(done, seconds, what)
+            return
+        deadline = time.monotonic() + seconds
+        while not done():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: not within {seconds:.0f} s")
+            time.sleep(WAIT_POLL_SECONDS)
+
+    def run_for(self, seconds: float) -> None:
+        """Let ``seconds`` pass, Metacontroller running meanwhile (when the world has one)."""
+        if self.metacontroller is None:
+            time.sleep(seconds)
+        else:
+            self.metacontroller.run_for(seconds)
 
     def objects(self, api_version: str, resource: str, namespace: str | None = None) -> list[Obj]:
         assert self.admin is not None
@@ -340,10 +378,12 @@ def volume_name(namespace: str, claim: str) -> str:
 
 
 def state(model: Obj | None) -> tuple[str, str]:
-    """A model's ``status.state`` and the Ready reason its why annotation gives (empty when
-    absent): what a user reads of it whatever CRDs the cluster runs."""
+    """A model's ``status.state`` and the Ready reason its why annotation gives, else its Ready
+    condition's (a model OME's own PVC backend serves carries no why; empty when neither is
+    there): what a user reads of it whatever CRDs the cluster runs."""
     status = (model or {}).get("status") or {}
-    return status.get("state", ""), why(model, "reason")
+    ready = next((item for item in status.get("conditions") or [] if item.get("type") == "Ready"), {})
+    return status.get("state", ""), why(model, "reason") or ready.get("reason", "")
 
 
 def why(model: Obj | None, key: str) -> str:

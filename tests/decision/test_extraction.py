@@ -187,3 +187,16 @@ def test_an_answer_changed_by_its_reader_leaves_the_next_answer_as_it_was(fixtur
             value.append("added")
     scramble(first)
     assert sync(golden.load(request_file), SETTINGS, NOW).response == golden.load(golden.response_file(request_file))
+
+
+def test_a_pvc_model_whose_status_omes_own_backend_stamped_is_handed_back_with_no_job_and_omes_status() -> None:
+    """OME's backend wrote before the label went (the fence admits its stamped writes): the
+    hook's Job and grant go, and the status stays OME's, without the hook's conditions."""
+    request = golden.load(golden.FIXTURES / "sync" / "basemodel-omes-backend-stamped-the-status-hands-back.request.json")
+    decision = sync(request, SETTINGS, NOW)
+    assert decision.stepped_aside is not None and decision.flow == "hand-back"
+    assert decision.response["children"] == []
+    status = decision.response["status"]
+    assert status["lastReconcileTime"] == request["parent"]["status"]["lastReconcileTime"]
+    assert {item["type"] for item in status["conditions"]} == {"Ready", "SourceReachable"}
+    assert (decision.state, decision.reason) == ("Ready", "HandedBack")

@@ -12,7 +12,7 @@ from hooks.pvc.annotations import KEYS, MESSAGE, REASON, STATE
 from hooks.pvc.observation import CHILD_TYPES
 from hooks.request import BadRequest
 from hooks.settings import Settings, SyncSettings
-from hooks.sync import sync
+from hooks.sync import HAND_BACK, sync
 from tests import golden
 
 PVC_REQUEST = golden.FIXTURES / "label" / "basemodel-pvc-new.request.json"
@@ -41,16 +41,16 @@ def request_with_uri(uri: Any) -> dict[str, Any]:
 )
 def test_a_model_is_labelled_pvc_exactly_when_its_uri_starts_with_pvc(uri: str, label: str | None) -> None:
     """A malformed pvc:// URI is still the hook's: its status must say what is wrong with it."""
-    assert keep_label(request_with_uri(uri), SETTINGS, NOW)["labels"] == {STORAGE_LABEL: label}
+    assert keep_label(request_with_uri(uri), SETTINGS, NOW).response["labels"] == {STORAGE_LABEL: label}
 
 
 def test_the_answer_is_the_label_and_the_annotations_never_a_status_or_attachment() -> None:
-    assert set(keep_label(request_with_uri("hf://x/y"), SETTINGS, NOW)) == {"labels", "annotations"}
-    assert set(keep_label(golden.load(STEADY_REQUEST), SETTINGS, NOW)) == {"labels", "annotations"}
+    assert set(keep_label(request_with_uri("hf://x/y"), SETTINGS, NOW).response) == {"labels", "annotations"}
+    assert set(keep_label(golden.load(STEADY_REQUEST), SETTINGS, NOW).response) == {"labels", "annotations"}
 
 
 def test_a_model_that_is_not_the_hooks_has_every_annotation_of_the_hooks_removed_and_no_other() -> None:
-    answer = keep_label(request_with_uri("hf://x/y"), SETTINGS, NOW)
+    answer = keep_label(request_with_uri("hf://x/y"), SETTINGS, NOW).response
     assert answer["annotations"] == dict.fromkeys(KEYS)
     assert all(key.startswith("ome-basemodel-hook.ome.io/") for key in answer["annotations"])
 
@@ -88,14 +88,14 @@ def test_the_keeper_asks_to_look_again_exactly_while_the_model_lacks_the_label_o
 ) -> None:
     """Metacontroller may drop the keeper's write (a Conflict it swallows); the resync is
     queued before the write, so the keeper looks again until the model is as it wants."""
-    answer = keep_label(steady(change), Settings(sync=SyncSettings(label_resync_seconds=7)), NOW)
+    answer = keep_label(steady(change), Settings(sync=SyncSettings(label_resync_seconds=7)), NOW).response
     assert answer.get("resyncAfterSeconds") == (7 if resync else None)
 
 
 def test_an_hf_model_never_annotated_by_the_hook_costs_no_write_and_no_resync() -> None:
     request = request_with_uri("hf://meta-llama/Llama-3.1-8B")
     request["object"]["metadata"]["annotations"] = {"team": "serving"}
-    assert "resyncAfterSeconds" not in keep_label(request, SETTINGS, NOW)
+    assert "resyncAfterSeconds" not in keep_label(request, SETTINGS, NOW).response
 
 
 SYNC_CASES = [path for path in golden.cases() if golden.hook_of(path) == "sync" and "v1-keys" not in path.name]
@@ -113,9 +113,10 @@ def test_the_annotations_say_what_the_status_says_in_the_same_state(request_file
     """One decision, two places: the state and the Ready condition's reason and message
     are the same on the model's annotations as in its status."""
     request = golden.load(request_file)
-    status = sync(request, SETTINGS, NOW).response["status"]
-    answer = keep_label(as_keeper_request(request), SETTINGS, NOW)
-    if "conditions" not in status:
+    decision = sync(request, SETTINGS, NOW)
+    status = decision.response["status"]
+    answer = keep_label(as_keeper_request(request), SETTINGS, NOW).response
+    if decision.flow == HAND_BACK:
         assert answer["annotations"] == dict.fromkeys(KEYS), "a handed-back model keeps none of the hook's annotations"
         return
     ready = next(item for item in status["conditions"] if item["type"] == "Ready")
@@ -135,7 +136,7 @@ def test_the_label_never_waits_on_the_why(damage: Any) -> None:
     deleted, the annotations are left as they are and the label is still answered."""
     request = golden.load(golden.FIXTURES / "label" / "basemodel-job-running.request.json")
     damage(request)
-    assert keep_label(request, SETTINGS, NOW) == {"labels": {STORAGE_LABEL: PVC_STORAGE}}
+    assert keep_label(request, SETTINGS, NOW).response == {"labels": {STORAGE_LABEL: PVC_STORAGE}}
 
 
 @pytest.mark.parametrize(
@@ -155,3 +156,31 @@ def test_a_request_that_is_not_a_decorator_sync_about_a_model_is_refused(body: A
 def test_a_model_without_a_storage_uri_is_refused_rather_than_guessed() -> None:
     with pytest.raises(BadRequest, match="storageUri"):
         keep_label(request_with_uri(None), SETTINGS, NOW)
+
+
+HANDED_TO_OME = [golden.FIXTURES / "label" / "basemodel-pvc-omes-chart-clusterrole-hands-back.request.json",
+                 golden.FIXTURES / "label" / "clusterbasemodel-pvc-omes-job-hands-back.request.json"]
+
+
+@pytest.mark.parametrize("request_file", HANDED_TO_OME, ids=[path.name.removesuffix(".request.json") for path in HANDED_TO_OME])
+def test_a_pvc_model_is_handed_back_as_an_hf_one_is_once_omes_own_pvc_backend_shows(request_file: Any) -> None:
+    """OME's chart's ClusterRole or its Job for the model: the label and every annotation go,
+    so the CompositeControllers let the model go and OME's backend alone serves it."""
+    labelled = keep_label(golden.load(request_file), SETTINGS, NOW)
+    assert labelled.stepped_aside is not None
+    assert labelled.response["labels"] == {STORAGE_LABEL: None}
+    assert labelled.response["annotations"] == dict.fromkeys(KEYS)
+
+
+def test_a_malformed_object_where_the_evidence_would_be_hands_no_model_back() -> None:
+    request = golden.load(HANDED_TO_OME[0])
+    request["related"]["ClusterRole.rbac.authorization.k8s.io/v1"]["ome-model-metadata"]["metadata"]["namespace"] = "ome"
+    labelled = keep_label(request, SETTINGS, NOW)
+    assert labelled.stepped_aside is None
+    assert labelled.response["labels"] == {STORAGE_LABEL: PVC_STORAGE}
+
+
+def test_a_model_on_other_storage_is_never_said_to_be_handed_to_omes_pvc_backend() -> None:
+    request = golden.load(HANDED_TO_OME[0])
+    request["object"]["spec"]["storage"]["storageUri"] = "hf://meta-llama/Llama-3.1-8B"
+    assert keep_label(request, SETTINGS, NOW).stepped_aside is None

@@ -223,6 +223,27 @@ def test_label_keeper_answers_its_decorator_request_and_refuses_a_composite_one(
     assert 'basemodel_hook_requests_total{hook="label",outcome="bad_request"} 1.0' in text
 
 
+STEPPED_ASIDE = {
+    "label": golden.FIXTURES / "label" / "basemodel-pvc-omes-chart-clusterrole-hands-back.request.json",
+    "sync": golden.FIXTURES / "sync" / "basemodel-omes-backend-stamped-the-status-hands-back.request.json",
+}
+
+
+@pytest.mark.parametrize(("hook", "found"), [("label", "its chart's ClusterRole ome-model-metadata"),
+                                             ("sync", "its PVC backend wrote the status: status.lastReconcileTime")])
+def test_a_model_handed_to_omes_own_pvc_backend_is_counted_and_logged_with_the_evidence(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, hook: str, found: str
+) -> None:
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    client = make_client()
+    [message] = request_log(capsys, lambda: client.post(f"/{hook}", data=STEPPED_ASIDE[hook].read_bytes()))
+    assert json.loads(message)["steppedAside"] == f"OME serves pvc:// models itself ({found})"
+    client.post(f"/{hook}", data=(golden.FIXTURES / hook / "basemodel-pvc-new.request.json").read_bytes()
+                if hook == "label" else json.dumps(sync_body()).encode())
+    text = client.get("/metrics").get_data(as_text=True)
+    assert f'basemodel_hook_stepped_aside_total{{hook="{hook}"}} 1.0' in text
+
+
 def test_metrics_count_unexpected_errors_by_type(client: FlaskClient, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from hooks.upstream_backend import status_left_to_ome
 from tests import golden
 from tests.metacontroller.feedback import apply
 from tests.schemas import KUBERNETES_VERSIONS, child_errors, status_errors
@@ -72,6 +73,9 @@ def test_status_validates_against_shipped_crd_and_loses_nothing_to_pruning(
 ) -> None:
     request = golden.load(request_file)
     status = json.loads(answers[request_file][1])["status"]
+    if golden.hands_omes_status_back(request):
+        assert status == status_left_to_ome(request["parent"]["status"]), "OME's status, as its backend wrote it"
+        return
     status["observedGeneration"] = request["parent"]["metadata"].get("generation", 1)
     assert status_errors(request["parent"]["kind"], status) == []
 

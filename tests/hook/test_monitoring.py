@@ -686,7 +686,7 @@ def test_kube_state_metrics_storage_label_reads_what_the_keeper_answered(ksm_con
     storage label otherwise (kube-state-metrics skips a label whose path is missing)."""
     request = json.loads(request_file.read_text(encoding="utf-8"))
     model = request["object"]
-    answer = keep_label(request, Settings(), FIXTURE_NOW)
+    answer = keep_label(request, Settings(), FIXTURE_NOW).response
     labels = {**model["metadata"].get("labels", {}), **answer["labels"]}
     model["metadata"]["labels"] = {k: v for k, v in labels.items() if v is not None}
     (resource,) = [r for r in ksm_config["spec"]["resources"] if r["groupVersionKind"]["kind"] == model["kind"]]

@@ -60,6 +60,20 @@ def test_ome_writes_the_status_of_its_own_models(kind: str) -> None:
     assert review(write(kind, OME_MANAGER, spec={"storage": {"storageUri": HF_URI}})) is None
 
 
+# What OME v1.2.2's PVC backend writes: its typed status, stamped on every write.
+OMES_PVC_BACKEND_STATUS = {"state": "Ready", "lastReconcileTime": "2026-11-30T12:00:00Z",
+                           "conditions": [{"type": "Ready", "status": "True", "reason": "PVCMetadataReady", "message": "m"}]}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_omes_own_pvc_backend_writes_a_pvc_models_status_which_the_hook_hands_back_to_it(kind: str) -> None:
+    """Its stamp is admitted before the label keeper's hand-back lands; OME v0.1.5's typed
+    write, which cannot carry it, is still refused."""
+    assert review(write(kind, OME_MANAGER, status=OMES_PVC_BACKEND_STATUS)) is None
+    unstamped = {key: value for key, value in OMES_PVC_BACKEND_STATUS.items() if key != "lastReconcileTime"}
+    assert review(write(kind, OME_MANAGER, status=unstamped)) == refusal_of(kind)
+
+
 @pytest.mark.parametrize("spec", [{}, {"storage": {}}, {"storage": {"path": "/models/llama"}}],
                          ids=["no storage", "storage without a URI", "storage with a path only"])
 @pytest.mark.parametrize("kind", KINDS)

@@ -35,6 +35,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pvc/record.py",),
     ("pvc/extraction.py",),
     ("pvc/status.py",),
+    # Whether OME serves pvc:// models itself, for the answers that step aside.
+    ("upstream_backend.py",),
     ("pvc/decision.py",),
     ("pvc/annotations.py", "pvc/related.py"),
     # The hooks' answers: a model handed back, the label and the why, the related objects;

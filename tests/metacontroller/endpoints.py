@@ -44,7 +44,7 @@ def core_hook(settings: Settings, clock: Callable[[], datetime]) -> Hook:
             if path in ("/sync", "/finalize"):
                 return 200, sync(body, settings, clock(), finalize=path == "/finalize").response
             if path == "/label":
-                return 200, keep_label(body, settings, clock())
+                return 200, keep_label(body, settings, clock()).response
         except BadRequest as error:
             return 400, {"error": str(error)}
         return 404, {"error": f"no hook at {path}"}

@@ -1,6 +1,7 @@
 /*
  * Stands in for OME's Hugging Face download library (libxet, OME's pkg/xet) in the
- * cluster tier's build of OME's manager and ome-agent.
+ * cluster tier's builds of OME's manager and ome-agent (tests/cluster/ome/ and
+ * tests/cluster/ome-pvc-backend/).
  *
  * The real library is Rust whose crates come from a git repository, which this
  * project's builds cannot reach; OME's Go code links it through cgo all the same. Nothing
@@ -10,8 +11,8 @@
  * operation returns an error that says downloads are unavailable in this build. The
  * processes run with XET_DISABLE_GLOBAL_CLIENT=1, so OME does not even try at start.
  *
- * Implements the ten functions of pkg/xet/xet.h (OME v0.1.5), compiled against that
- * header from the module.
+ * Implements the ten functions of pkg/xet/xet.h (the same in OME v0.1.5 and v1.2.2),
+ * compiled against that header from each module.
  */
 #define _POSIX_C_SOURCE 200809L /* strdup */
 
