@@ -3,16 +3,15 @@ baseline's worktree and one tiny round of the core, each well under a second."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests import bench_scripts
 from tests.unavailable import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,18 +26,7 @@ def git_checkout() -> None:
 needs_git = pytest.mark.usefixtures("git_checkout")
 
 
-def load_bench() -> ModuleType:
-    """``bench/`` is a folder of scripts, not a package: the bench is loaded from its path,
-    and registered first, since dataclasses look their module up while a class is built."""
-    spec = importlib.util.spec_from_file_location("bench_script", REPO / "bench" / "bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = load_bench()
+bench = bench_scripts.load("bench", "bench_script")
 
 
 def worktrees() -> str:

@@ -2,30 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections import Counter
 from datetime import datetime, timezone
-from pathlib import Path
-from types import ModuleType
 
+from tests import bench_scripts
 from tests.cluster.comparison import HOOK, KINDS, SIDES, STORIES, UPSTREAM, Outcome
 
-REPO = Path(__file__).resolve().parents[2]
 
-
-def load_page_writer() -> ModuleType:
-    """``bench/`` is a folder of scripts whose ``bench.py`` puts the folder itself on sys.path
-    (so ``bench`` may name that script): the comparison's script is loaded from its path."""
-    spec = importlib.util.spec_from_file_location("bench_upstream", REPO / "bench" / "upstream.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-page_writer = load_page_writer()
+page_writer = bench_scripts.load("upstream", "bench_upstream")
 cell, render, verdict, writes = page_writer.cell, page_writer.render, page_writer.verdict, page_writer.writes
 
 WHEN = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
