@@ -121,8 +121,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 @pytest.fixture(autouse=True)
 def helm_only_in_its_tier(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test may run helm only if it is marked ``helm``."""
-    with helm.running_test(marked=request.node.get_closest_marker(helm.MARKER) is not None):
+    """A test may run helm only in a tier that builds it: the chart's (marked ``helm``), or the
+    cluster tier and the comparison, whose worlds build it before they start."""
+    with helm.running_test(marked=any(request.node.get_closest_marker(marker) is not None
+                                      for marker in (helm.MARKER, "cluster", "comparison"))):
         yield
 
 

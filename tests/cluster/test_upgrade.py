@@ -26,8 +26,7 @@ from tests.cluster.story import AUDIT_FLUSH_SECONDS, LABEL, Story
 from tests.cluster.test_lifecycle import COMPOSITE_FINALIZERS, KINDS, READY_SECONDS, STEP_SECONDS
 from tests.cluster.tier import Tier
 
-# It renders OME's chart with helm, as its upgrade applies it.
-pytestmark = [pytest.mark.comparison, pytest.mark.helm]
+pytestmark = pytest.mark.comparison
 HOOK_CONDITIONS = {"StorageReady", "MetadataReady"}
 UPGRADE_SECONDS = 180.0
 """The bound on OME taking every model over: its manager starts, lists, and runs one Job a model."""
